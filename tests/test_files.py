@@ -1,0 +1,167 @@
+import os
+
+import pytest
+
+from tools import Registry
+from tools.files import MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_WRITE_CHARS, file_tools
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def files(ws):
+    registry = Registry(file_tools(ws))
+    return lambda name, **arguments: registry.call(name, arguments).text
+
+
+def test_workspace_must_exist(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        file_tools(tmp_path / "missing")
+
+
+def test_write_then_read(files, ws):
+    assert files("write_file", path="notes.txt", content="héllo\n") == "wrote 6 characters to notes.txt"
+    assert (ws / "notes.txt").read_text(encoding="utf-8") == "héllo\n"
+    assert files("read_file", path="notes.txt") == "héllo\n"
+
+
+def test_write_creates_parent_folders(files, ws):
+    assert files("write_file", path="out/deep/report.txt", content="ok") == "wrote 2 characters to out/deep/report.txt"
+    assert (ws / "out" / "deep" / "report.txt").read_text() == "ok"
+
+
+def test_absolute_paths_inside_the_workspace_are_fine(files, ws):
+    (ws / "a.txt").write_text("inside")
+    assert files("read_file", path=str(ws / "a.txt")) == "inside"
+
+
+def test_read_decodes_invalid_utf8_with_replacement(files, ws):
+    (ws / "bin.dat").write_bytes(b"ok\xff")
+    assert files("read_file", path="bin.dat") == "ok\ufffd"
+
+
+def test_missing_file_and_directory_messages(files, ws):
+    (ws / "sub").mkdir()
+    assert files("read_file", path="notes.txt") == "error: file not found: notes.txt (use list_dir to see the files)"
+    assert files("read_file", path="sub") == "error: sub is a directory; use list_dir to see its contents"
+    assert files("read_file", path=".") == "error: . is a directory; use list_dir to see its contents"
+
+
+@pytest.mark.parametrize("tool_name", ["read_file", "write_file", "list_dir"])
+@pytest.mark.parametrize("path", ["../secret.txt", "sub/../../secret.txt", "/etc/passwd", "../ws_evil/secret.txt"])
+def test_paths_outside_the_workspace_are_refused(files, ws, tool_name, path):
+    evil = ws.parent / "ws_evil"
+    evil.mkdir(exist_ok=True)
+    (evil / "secret.txt").write_text("secret")
+    (ws.parent / "secret.txt").write_text("secret")
+    arguments = {"path": path, "content": "x"} if tool_name == "write_file" else {"path": path}
+    text = files(tool_name, **arguments)
+    assert text == f"error: path {path!r} is outside the workspace; use a path inside it, like notes.txt"
+    assert (evil / "secret.txt").read_text() == "secret"
+    assert (ws.parent / "secret.txt").read_text() == "secret"
+
+
+def test_symlinks_that_leave_the_workspace_are_refused(files, ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (ws / "link.txt").symlink_to(outside / "secret.txt")
+    (ws / "linkdir").symlink_to(outside, target_is_directory=True)
+    (ws / "dangling.txt").symlink_to(outside / "new.txt")
+
+    for path in ["link.txt", "linkdir/secret.txt", "linkdir"]:
+        assert "is outside the workspace" in files("read_file", path=path)
+        assert "is outside the workspace" in files("list_dir", path=path)
+    for path in ["link.txt", "linkdir/new.txt", "dangling.txt"]:
+        assert "is outside the workspace" in files("write_file", path=path, content="pwned")
+    assert (outside / "secret.txt").read_text() == "secret"
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+def test_symlinks_inside_the_workspace_are_followed(files, ws):
+    (ws / "real.txt").write_text("real")
+    (ws / "alias.txt").symlink_to(ws / "real.txt")
+    assert files("read_file", path="alias.txt") == "real"
+
+
+def test_null_byte_is_refused(files):
+    assert files("read_file", path="a\0b").startswith("error: path contains a null byte")
+
+
+def test_fifo_is_refused_without_blocking(files, ws):
+    os.mkfifo(ws / "pipe")
+    assert files("read_file", path="pipe") == (
+        "error: pipe is not a regular file (a device, pipe or socket); only regular files can be read"
+    )
+
+
+def test_device_through_a_symlink_is_refused(files, ws):
+    (ws / "zero").symlink_to("/dev/zero")
+    text = files("read_file", path="zero")
+    assert "outside the workspace" in text or "not a regular file" in text
+
+
+def test_read_size_is_limited(files, ws):
+    (ws / "big.log").write_bytes(b"x" * (MAX_READ_BYTES + 1))
+    assert files("read_file", path="big.log") == (
+        f"error: big.log is too large to read ({MAX_READ_BYTES + 1:,} bytes; the limit is {MAX_READ_BYTES:,} bytes)"
+    )
+
+
+def test_write_size_is_limited(files, ws):
+    text = files("write_file", path="big.txt", content="x" * (MAX_WRITE_CHARS + 1))
+    assert text.startswith("error: content too large")
+    assert not (ws / "big.txt").exists()
+
+
+def test_failed_write_keeps_the_old_file_and_leaves_no_temp_file(files, ws):
+    (ws / "keep.txt").write_text("old")
+    text = files("write_file", path="keep.txt", content="new \ud800 text")
+    assert text.startswith("error: content cannot be saved as UTF-8")
+    assert "keep.txt was not changed" in text
+    assert (ws / "keep.txt").read_text() == "old"
+    assert sorted(p.name for p in ws.iterdir()) == ["keep.txt"]
+
+
+def test_write_replaces_atomically_and_keeps_the_mode(files, ws):
+    (ws / "run.sh").write_text("old")
+    (ws / "run.sh").chmod(0o750)
+    assert files("write_file", path="run.sh", content="new") == "wrote 3 characters to run.sh"
+    assert (ws / "run.sh").read_text() == "new"
+    assert (ws / "run.sh").stat().st_mode & 0o777 == 0o750
+    assert sorted(p.name for p in ws.iterdir()) == ["run.sh"]
+
+
+def test_write_onto_a_directory_is_refused(files, ws):
+    (ws / "out").mkdir()
+    assert files("write_file", path="out", content="x") == (
+        "error: out is a directory; choose a file name inside it, like out/notes.txt"
+    )
+
+
+def test_list_dir_formatting(files, ws):
+    (ws / "b.txt").write_text("12345")
+    (ws / "a_dir").mkdir()
+    (ws / "c.md").write_text("")
+    assert files("list_dir") == "a_dir/\nb.txt (5 bytes)\nc.md (0 bytes)"
+    assert files("list_dir", path="a_dir") == "(empty folder)"
+
+
+def test_list_dir_is_capped(files, ws):
+    for i in range(MAX_LIST_ENTRIES + 5):
+        (ws / f"f{i:03}").touch()
+    lines = files("list_dir").splitlines()
+    assert len(lines) == MAX_LIST_ENTRIES + 1
+    assert lines[0] == "f000 (0 bytes)"
+    assert lines[-1] == "... and 5 more entries"
+
+
+def test_list_dir_errors(files, ws):
+    (ws / "a.txt").write_text("x")
+    assert files("list_dir", path="nope") == 'error: folder not found: nope (use list_dir(".") to see the workspace)'
+    assert files("list_dir", path="a.txt") == "error: a.txt is a file, not a folder; use read_file to read it"

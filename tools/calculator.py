@@ -1,0 +1,250 @@
+"""A safe calculator: the expression is parsed with `ast` and walked node by node, never evaluated."""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Callable, Union
+
+from .registry import ToolError, tool
+
+Number = Union[int, float]
+
+MAX_LENGTH = 500
+MAX_NESTING = 50
+MAX_DEPTH = 250
+MAX_DIGITS = 4000
+MAX_BITS = int(MAX_DIGITS * math.log2(10))
+MAX_FACTORIAL = 1000
+
+_ALLOWED = "use numbers, + - * / // % **, parentheses, math functions like sqrt(2) and the constants pi, e, tau"
+_SYMBOLS = {"×": "*", "·": "*", "⋅": "*", "÷": "/", "−": "-", "–": "-", "^": "**", "²": "**2", "³": "**3"}
+_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
+_NODE_NAMES = {
+    ast.Compare: "a comparison",
+    ast.BoolOp: "'and' / 'or'",
+    ast.IfExp: "an 'if' expression",
+    ast.Lambda: "a lambda",
+    ast.Subscript: "indexing",
+    ast.List: "a list",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+    ast.JoinedStr: "an f-string",
+    ast.NamedExpr: "an assignment",
+    ast.Starred: "'*' unpacking",
+    ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.GeneratorExp: "a comprehension",
+}
+_OPERATOR_SYMBOLS = {
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.MatMult: "@",
+    ast.Invert: "~",
+    ast.Not: "not",
+}
+
+
+def _power(base: Number, exponent: Number) -> Number:
+    """`base ** exponent`, refusing an integer result too large to compute before computing it."""
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
+        digits = exponent * math.log10(abs(base))
+        if digits > MAX_DIGITS:
+            raise ToolError(f"result too large: about {digits:,.0f} digits (the limit is {MAX_DIGITS:,} digits)")
+    return base**exponent
+
+
+def _factorial(n: Number) -> int:
+    if n > MAX_FACTORIAL:
+        raise ToolError(f"factorial argument too large: {n} (the limit is {MAX_FACTORIAL})")
+    return math.factorial(n)
+
+
+def _round(number: Number, ndigits: Number | None = None) -> Number:
+    if isinstance(ndigits, int) and abs(ndigits) > MAX_DIGITS:
+        raise ToolError(f"round: ndigits must be between -{MAX_DIGITS} and {MAX_DIGITS}")
+    return round(number, ndigits)
+
+
+_BINARY: dict[type, Callable[[Number, Number], Number]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: _power,
+}
+_UNARY: dict[type, Callable[[Number], Number]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+_ONE_ARGUMENT = (
+    "sqrt sin cos tan asin acos atan sinh cosh tanh log10 log2 exp floor ceil fabs degrees radians".split()
+)
+_FUNCTIONS: dict[str, tuple[Callable[..., Number], int, int | None]] = {
+    **{name: (getattr(math, name), 1, 1) for name in _ONE_ARGUMENT},
+    "log": (math.log, 1, 2),
+    "atan2": (math.atan2, 2, 2),
+    "hypot": (math.hypot, 1, None),
+    "gcd": (math.gcd, 1, None),
+    "abs": (abs, 1, 1),
+    "round": (_round, 1, 2),
+    "min": (lambda *numbers: min(numbers), 1, None),
+    "max": (lambda *numbers: max(numbers), 1, None),
+    "factorial": (_factorial, 1, 1),
+}
+
+
+def evaluate(expression: str) -> Number:
+    """The exact value of an arithmetic expression; ToolError saying what is wrong otherwise."""
+    if len(expression) > MAX_LENGTH:
+        raise ToolError(f"expression too long ({len(expression):,} characters; the limit is {MAX_LENGTH})")
+    text, origin = _normalize(expression)
+    if not text:
+        raise ToolError("empty expression; write something like 2*(3+4)")
+    _check_nesting(text)
+    try:
+        tree = ast.parse(text, mode="eval")
+        return _eval(tree.body, 0)
+    except SyntaxError as error:
+        index = min(max((error.offset or 1) - 1, 0), len(origin))
+        position = origin[index] + 1 if index < len(origin) else len(expression) + 1
+        raise ToolError(f"invalid expression: {error.msg} at position {position}") from None
+    except ValueError as error:
+        raise ToolError(f"invalid expression: {error}") from None
+    except (RecursionError, MemoryError):
+        raise ToolError("expression too complex; split it into smaller steps") from None
+
+
+def _normalize(expression: str) -> tuple[str, list[int]]:
+    """Replace typed symbols (× ÷ − ^ ²) by Python operators; also return each character's original index."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(expression):
+        replacement = " " if char.isspace() else _SYMBOLS.get(char, char)
+        chars.append(replacement)
+        origin.extend([index] * len(replacement))
+    text = "".join(chars)
+    start = len(text) - len(text.lstrip())
+    return text.strip(), origin[start : start + len(text.strip())]
+
+
+def _check_nesting(text: str) -> None:
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise ToolError(f"expression nested too deeply (more than {MAX_NESTING} levels of parentheses)")
+
+
+def _eval(node: ast.AST, depth: int) -> Number:
+    if depth > MAX_DEPTH:
+        raise ToolError("expression nested too deeply; split it into smaller steps")
+    if isinstance(node, ast.Constant):
+        return _checked(_literal(node.value))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left, depth + 1), _eval(node.right, depth + 1)
+        return _apply(_BINARY[type(node.op)], left, right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand, depth + 1))
+    if isinstance(node, ast.Name):
+        return _constant(node.id)
+    if isinstance(node, ast.Call):
+        return _call(node, depth)
+    raise ToolError(_not_allowed(node))
+
+
+def _literal(value: object) -> Number:
+    if isinstance(value, bool):
+        raise ToolError(f"{value} is not a number; {_ALLOWED}")
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, complex):
+        raise ToolError("complex numbers are not allowed")
+    kind = "text in quotes" if isinstance(value, (str, bytes)) else repr(value)
+    raise ToolError(f"{kind} is not allowed; {_ALLOWED}")
+
+
+def _constant(name: str) -> Number:
+    if name in _CONSTANTS:
+        return _CONSTANTS[name]
+    if name in _FUNCTIONS:
+        raise ToolError(f"{name} is a function; call it like {name}(2)")
+    raise ToolError(f"name {name!r} is not allowed; the constants are {', '.join(_CONSTANTS)}")
+
+
+def _call(node: ast.Call, depth: int) -> Number:
+    if not isinstance(node.func, ast.Name):
+        raise ToolError(f"only math functions can be called, like sqrt(2); {_ALLOWED}")
+    name = node.func.id
+    if name not in _FUNCTIONS:
+        raise ToolError(f"function {name!r} is not allowed; available functions: {', '.join(_FUNCTIONS)}")
+    if node.keywords:
+        raise ToolError(f"keyword arguments are not allowed in {name}(); pass numbers only, like round(2.567, 2)")
+    function, fewest, most = _FUNCTIONS[name]
+    args = [_eval(arg, depth + 1) for arg in node.args]
+    if len(args) < fewest or (most is not None and len(args) > most):
+        expected = str(fewest) if fewest == most else f"{fewest} or {most}" if most else f"at least {fewest}"
+        plural = "" if expected in ("1", "at least 1") else "s"
+        raise ToolError(f"{name}() takes {expected} argument{plural}, got {len(args)}")
+    try:
+        return _apply(function, *args)
+    except ValueError as error:
+        shown = ", ".join(_format(arg) for arg in args)
+        raise ToolError(f"{name}({shown}) is not defined ({error})") from None
+    except TypeError as error:
+        raise ToolError(f"{name}(): {error}") from None
+
+
+def _apply(function: Callable[..., Number], *args: Number) -> Number:
+    try:
+        return _checked(function(*args))
+    except ZeroDivisionError:
+        raise ToolError("division by zero") from None
+    except OverflowError:
+        raise ToolError("result too large for a floating-point number (the limit is about 1.8e308)") from None
+
+
+def _checked(value: Number) -> Number:
+    """Reject values that are not finite real numbers or are integers too large to work with."""
+    if isinstance(value, complex):
+        raise ToolError("the result is not a real number (e.g. a fractional power of a negative number)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError("result too large for a floating-point number (the limit is about 1.8e308)")
+    if isinstance(value, int) and value.bit_length() > MAX_BITS:
+        raise ToolError(f"result too large (more than {MAX_DIGITS:,} digits)")
+    return value
+
+
+def _not_allowed(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"attribute access ('.{node.attr}') is not allowed; {_ALLOWED}"
+    if isinstance(node, ast.Tuple):
+        return (
+            "a comma is only allowed between function arguments; write numbers without thousands separators "
+            "(1000000) and with a dot for decimals (2.5)"
+        )
+    if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        symbol = _OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)
+        return f"operator '{symbol}' is not allowed; {_ALLOWED}"
+    return f"{_NODE_NAMES.get(type(node), type(node).__name__)} is not allowed; {_ALLOWED}"
+
+
+def _format(value: Number) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@tool(
+    description="Evaluate an arithmetic expression exactly, e.g. 128*96 + 45**2 - 88/2; "
+    "supports + - * / // % ** and math functions like sqrt, sin, log, pi."
+)
+def calculator(expression: str) -> str:
+    return _format(evaluate(expression))

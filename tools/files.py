@@ -1,0 +1,168 @@
+"""read_file, write_file and list_dir, confined to one workspace folder."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from .registry import Tool, ToolError, tool
+
+MAX_READ_BYTES = 1_000_000
+MAX_WRITE_CHARS = 1_000_000
+MAX_LIST_ENTRIES = 200
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+class Workspace:
+    """A folder the file tools may not leave; paths are resolved (symlinks included) before every check."""
+
+    def __init__(self, root: str | os.PathLike):
+        path = Path(root)
+        if not path.is_dir():
+            raise ValueError(f"workspace folder {str(path)!r} does not exist or is not a folder; create it first")
+        self.root = path.resolve()
+
+    def resolve(self, path: str) -> Path:
+        """The real path for `path` (relative to the workspace, or absolute inside it)."""
+        if "\0" in path:
+            raise ToolError("path contains a null byte; use a plain relative path like notes.txt")
+        try:
+            resolved = (self.root / path).resolve()
+        except (OSError, RuntimeError) as error:
+            raise ToolError(f"cannot resolve path {path!r}: {error}") from None
+        if resolved != self.root and self.root not in resolved.parents:
+            raise ToolError(f"path {path!r} is outside the workspace; use a path inside it, like notes.txt")
+        return resolved
+
+    def show(self, resolved: Path) -> str:
+        """A resolved path as shown to the model: relative to the workspace."""
+        return resolved.relative_to(self.root).as_posix()
+
+    def read_file(self, path: str) -> str:
+        target = self.resolve(path)
+        shown = self.show(target)
+        info = self._stat(target, f"file not found: {shown} (use list_dir to see the files)")
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{shown} is a directory; use list_dir to see its contents")
+        _require_regular(info.st_mode, shown)
+        _require_small(info.st_size, shown)
+        try:
+            fd = os.open(target, _OPEN_FLAGS)
+        except OSError as error:
+            raise ToolError(f"cannot read {shown}: {error.strerror}") from None
+        with os.fdopen(fd, "rb") as file:
+            _require_regular(os.fstat(file.fileno()).st_mode, shown)
+            data = file.read(MAX_READ_BYTES + 1)
+        _require_small(len(data), shown)
+        return data.decode("utf-8", errors="replace")
+
+    def write_file(self, path: str, content: str) -> str:
+        target = self.resolve(path)
+        shown = self.show(target)
+        if len(content) > MAX_WRITE_CHARS:
+            raise ToolError(
+                f"content too large ({len(content):,} characters; the limit is {MAX_WRITE_CHARS:,}); "
+                "split it into several files"
+            )
+        if target.is_dir():
+            raise ToolError(f"{shown} is a directory; choose a file name inside it, like {shown}/notes.txt")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ToolError(f"cannot create the folder {self.show(target.parent)}: {error.strerror}") from None
+        try:
+            _atomic_write(target, content)
+        except UnicodeEncodeError as error:
+            raise ToolError(
+                f"content cannot be saved as UTF-8 ({error.reason} at character {error.start}); {shown} was not changed"
+            ) from None
+        except OSError as error:
+            raise ToolError(f"cannot write {shown}: {error.strerror or error}; the file was not changed") from None
+        return f"wrote {len(content)} characters to {shown}"
+
+    def list_dir(self, path: str = ".") -> str:
+        target = self.resolve(path)
+        shown = self.show(target)
+        info = self._stat(target, f'folder not found: {shown} (use list_dir(".") to see the workspace)')
+        if not stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{shown} is a file, not a folder; use read_file to read it")
+        try:
+            names = sorted(os.listdir(target))
+        except OSError as error:
+            raise ToolError(f"cannot list {shown}: {error.strerror}") from None
+        if not names:
+            return "(empty folder)"
+        lines = [_entry(target / name) for name in names[:MAX_LIST_ENTRIES]]
+        if len(names) > MAX_LIST_ENTRIES:
+            lines.append(f"... and {len(names) - MAX_LIST_ENTRIES} more entries")
+        return "\n".join(lines)
+
+    def _stat(self, target: Path, missing: str) -> os.stat_result:
+        try:
+            return os.stat(target)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ToolError(missing) from None
+        except OSError as error:
+            raise ToolError(f"cannot access {self.show(target)}: {error.strerror}") from None
+
+
+def _require_regular(mode: int, shown: str) -> None:
+    if not stat.S_ISREG(mode):
+        raise ToolError(f"{shown} is not a regular file (a device, pipe or socket); only regular files can be read")
+
+
+def _require_small(size: int, shown: str) -> None:
+    if size > MAX_READ_BYTES:
+        raise ToolError(f"{shown} is too large to read ({size:,} bytes; the limit is {MAX_READ_BYTES:,} bytes)")
+
+
+def _entry(path: Path) -> str:
+    """One list_dir line: 'name/' for a folder, 'name (N bytes)' for a file."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return f"{path.name} (broken link)"
+    if stat.S_ISDIR(info.st_mode):
+        return f"{path.name}/"
+    if stat.S_ISREG(info.st_mode):
+        return f"{path.name} ({info.st_size:,} bytes)"
+    return f"{path.name} (not a regular file)"
+
+
+def _atomic_write(target: Path, content: str) -> None:
+    """Write to a temporary file next to `target`, then rename it over `target`; on failure leave no trace."""
+    mode = stat.S_IMODE(os.stat(target).st_mode) if target.is_file() else 0o644
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
+            file.write(content)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def file_tools(workspace: str | os.PathLike) -> list[Tool]:
+    """read_file, write_file and list_dir for one workspace folder (which must exist)."""
+    space = Workspace(workspace)
+    return [
+        tool(space.read_file, name="read_file", description="Read a text file; path is relative to the workspace, e.g. notes.txt."),
+        tool(
+            space.write_file,
+            name="write_file",
+            description="Create or overwrite a text file with content; parent folders are created.",
+        ),
+        tool(
+            space.list_dir,
+            name="list_dir",
+            description="List a workspace folder (default: the top one); sub-folders end with '/', files show their size.",
+        ),
+    ]

@@ -1,0 +1,218 @@
+"""Tools as plain data, and a registry that checks arguments and turns every failure into a result."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MAX_MESSAGE = 300
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict
+    function: Callable[..., Any]
+    dangerous: bool = False
+
+
+class ToolError(Exception):
+    """An expected failure; its message becomes the result 'error: <message>' and should say what to do next."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    text: str
+
+
+def tool(function=None, *, name=None, description=None, parameters=None, dangerous=False):
+    """Turn a function into a Tool; usable bare (@tool) or with arguments (@tool(name=...))."""
+
+    def make(function: Callable[..., Any]) -> Tool:
+        tool_name = name or function.__name__
+        text = description or inspect.cleandoc(function.__doc__ or "")
+        if not text:
+            raise ValueError(f"tool {tool_name!r} needs a description: add a docstring or pass description=")
+        schema = parameters if parameters is not None else _schema_from_signature(tool_name, function)
+        return Tool(tool_name, text, schema, function, dangerous)
+
+    return make if function is None else make(function)
+
+
+def _schema_from_signature(tool_name: str, function: Callable[..., Any]) -> dict:
+    """A JSON Schema for the keyword arguments of `function`, from its type annotations."""
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception as error:
+        raise TypeError(f"cannot read the annotations of tool {tool_name!r} ({error}); pass parameters=") from error
+    properties: dict[str, dict] = {}
+    required: list[str] = []
+    for param in inspect.signature(function).parameters.values():
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            raise TypeError(f"tool {tool_name!r}: parameter {param.name!r} cannot be passed by keyword; pass parameters=")
+        properties[param.name] = _property(tool_name, param.name, hints.get(param.name, param.empty))
+        if param.default is param.empty:
+            required.append(param.name)
+        elif isinstance(param.default, (str, int, float, bool, type(None))):
+            properties[param.name]["default"] = param.default
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _property(tool_name: str, param: str, annotation: Any) -> dict:
+    origin, args = typing.get_origin(annotation) or annotation, typing.get_args(annotation)
+    if origin not in _JSON_TYPES:
+        supported = ", ".join(t.__name__ for t in _JSON_TYPES)
+        raise TypeError(
+            f"tool {tool_name!r}: cannot derive a JSON Schema for parameter {param!r} "
+            f"annotated {annotation!r} (supported: {supported}); pass parameters= explicitly"
+        )
+    schema = {"type": _JSON_TYPES[origin]}
+    if origin is list and len(args) == 1 and args[0] in _JSON_TYPES:
+        schema["items"] = {"type": _JSON_TYPES[args[0]]}
+    return schema
+
+
+class Registry:
+    """Tools by name, in registration order."""
+
+    def __init__(self, tools: Iterable[Tool] = ()):
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
+        for item in tools:
+            self.add(item)
+
+    def add(self, tool: Tool) -> Tool:
+        if not isinstance(tool, Tool):
+            raise TypeError(f"expected a Tool, got {type(tool).__name__}; decorate the function with @tool first")
+        if not _NAME.fullmatch(tool.name):
+            raise ValueError(f"invalid tool name {tool.name!r}: use 1-64 letters, digits, '_' or '-'")
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        if not isinstance(tool.parameters, dict) or tool.parameters.get("type") != "object":
+            raise ValueError(f"tool {tool.name!r}: parameters must be a JSON Schema with \"type\": \"object\"")
+        try:
+            Draft202012Validator.check_schema(tool.parameters)
+        except SchemaError as error:
+            raise ValueError(f"tool {tool.name!r} has an invalid parameters schema: {error.message}") from error
+        self._tools[tool.name] = tool
+        self._validators[tool.name] = Draft202012Validator(tool.parameters)
+        return tool
+
+    def tool(self, function=None, **kwargs):
+        """Like the module-level `tool` decorator, and also registers the Tool."""
+        if function is None:
+            return lambda function: self.add(tool(function, **kwargs))
+        return self.add(tool(function, **kwargs))
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def parameters(self) -> dict[str, dict]:
+        """Each tool's parameter schema by name (copies)."""
+        return {name: copy.deepcopy(t.parameters) for name, t in self._tools.items()}
+
+    def check_arguments(self, name: str, arguments: Any) -> str | None:
+        """None if `arguments` fit the tool, else what is wrong, with the JSON path of the fault."""
+        if not isinstance(name, str) or name not in self._tools:
+            return self._unknown(name)
+        error = best_match(self._validators[name].iter_errors(arguments))
+        if error is None:
+            return None
+        return f"{error.json_path}: {_shorten(error.message)}"
+
+    def call(self, name: str, arguments: dict) -> ToolResult:
+        """Run a tool; every failure becomes an 'error: ...' result, nothing is raised."""
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return ToolResult(False, f"error: {self._unknown(name)}")
+        problem = self.check_arguments(name, arguments)
+        if problem is not None:
+            return ToolResult(False, f"error: invalid arguments for {name}: {problem} (expected: {_signature(tool)})")
+        try:
+            return ToolResult(True, _as_text(tool.function(**arguments)))
+        except ToolError as error:
+            return ToolResult(False, f"error: {str(error) or f'{name} failed'}")
+        except Exception as error:
+            return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {_shorten(str(error))}")
+
+    def describe(self) -> str:
+        """The tool list for a prompt: one line per tool, signature then description."""
+        return "\n".join(f"- {_signature(t)} — {' '.join(t.description.split())}" for t in self._tools.values())
+
+    def openai_tools(self) -> list[dict]:
+        """Tool specs for a native tool-calling API."""
+        return [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": copy.deepcopy(t.parameters)},
+            }
+            for t in self._tools.values()
+        ]
+
+    def _unknown(self, name: str) -> str:
+        available = ", ".join(self._tools) or "none"
+        return f"unknown tool {_shorten(repr(name))}; available tools: {available}"
+
+
+def _signature(tool: Tool) -> str:
+    """A compact signature like `list_dir(path?: string = ".")`."""
+    properties = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    params = [f"{name}{'' if name in required else '?'}: {_type_hint(spec)}" for name, spec in properties.items()]
+    return f"{tool.name}({', '.join(params)})"
+
+
+def _type_hint(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return "any"
+    if "enum" in spec:
+        hint = "|".join(json.dumps(value, ensure_ascii=False) for value in spec["enum"])
+    elif "const" in spec:
+        hint = json.dumps(spec["const"], ensure_ascii=False)
+    else:
+        types = spec.get("type", "any")
+        hint = "|".join(types) if isinstance(types, list) else str(types)
+        if hint == "array" and isinstance(spec.get("items"), dict) and "type" in spec["items"]:
+            hint = f"{_type_hint(spec['items'])}[]"
+    if "default" in spec:
+        hint += f" = {json.dumps(spec['default'], ensure_ascii=False)}"
+    return hint
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "(no output)"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
