@@ -1,0 +1,56 @@
+"""The model interface every backend implements, and a scripted model for tests and demos."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class Reply:
+    """One model reply, in the shape of an OpenAI chat completion choice.
+
+    ``tool_calls`` holds OpenAI-format dicts:
+    ``{"id": "call_1", "type": "function", "function": {"name": ..., "arguments": "<json text>"}}``.
+    ``usage`` is ``{"prompt_tokens": int, "completion_tokens": int}`` or None when the
+    backend did not report it.
+    """
+
+    content: str | None = None
+    tool_calls: list[dict] = field(default_factory=list)
+    finish_reason: str | None = "stop"
+    usage: dict | None = None
+
+
+class ModelError(Exception):
+    """The model backend failed for good (after its own retries); ends the run."""
+
+
+class Model(Protocol):
+    def complete(self, messages: list[dict], **options: Any) -> Reply: ...
+
+
+class ScriptedModel:
+    """Replays queued replies in order and records every call; for tests and offline demos.
+
+    A queued item may be a ``Reply``, a plain string (the reply's content) or an
+    exception instance (raised instead of replying).
+    """
+
+    def __init__(self, replies=()):
+        self.replies = deque(replies)
+        self.calls: list[dict] = []
+
+    def add(self, *replies) -> None:
+        self.replies.extend(replies)
+
+    def complete(self, messages: list[dict], **options: Any) -> Reply:
+        self.calls.append({"messages": [dict(m) for m in messages], "options": options})
+        if not self.replies:
+            raise ModelError("scripted model: no replies left")
+        item = self.replies.popleft()
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, str):
+            return Reply(content=item)
+        return item

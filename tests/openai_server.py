@@ -1,0 +1,174 @@
+"""A real local HTTP server speaking the OpenAI chat completions API, scripted per test."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("not_found_error", "model_not_found"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+}
+
+
+class ScriptedServer:
+    """Answers each POST /v1/chat/completions with the next queued step and records every request.
+
+    Use as a context manager; ``url`` is the base URL to give an OpenAI client.
+    """
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self._steps: deque[dict] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._call_ids = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self.url = ""
+
+    def __enter__(self) -> ScriptedServer:
+        self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def reply(self, content=None, *, tool_calls=None, finish_reason=None, usage=True, delay=0.0) -> None:
+        """Queue one 200 chat.completion; ``usage=True`` derives token counts, a dict is sent as is."""
+        calls = [self._tool_call(call) for call in tool_calls or []]
+        message = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = calls
+        reason = finish_reason or ("tool_calls" if calls else "stop")
+        self._steps.append({"status": 200, "message": message, "finish_reason": reason,
+                            "usage": usage, "headers": {}, "delay": delay})
+
+    def replies(self, *contents) -> None:
+        for content in contents:
+            self.reply(content)
+
+    def error(self, status: int, *, body=None, headers=None, delay=0.0) -> None:
+        """Queue an HTTP error; ``body`` is the error message (str) or the whole JSON body (dict)."""
+        if not isinstance(body, dict):
+            body = _error_body(status, body or f"scripted error {status}")
+        self.respond(status, body, headers=headers, delay=delay)
+
+    def respond(self, status: int, body: dict | str, *, headers=None, delay=0.0) -> None:
+        """Queue any response as given: a dict is sent as JSON, a str verbatim (e.g. an HTML page)."""
+        self._steps.append({"status": status, "body": body, "headers": headers or {}, "delay": delay})
+
+    @property
+    def pending(self) -> int:
+        return len(self._steps)
+
+    def _tool_call(self, call: dict) -> dict:
+        with self._lock:
+            self._call_ids += 1
+            number = self._call_ids
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        return {"id": call.get("id") or f"call_{number}", "type": "function",
+                "function": {"name": call["name"], "arguments": arguments}}
+
+    def _next(self, request: dict) -> dict:
+        with self._lock:
+            self.requests.append(request)
+            number = len(self.requests)
+            if self._steps:
+                return self._steps.popleft()
+        message = f"scripted server: no reply left for request {number}"
+        return {"status": 500, "body": _error_body(500, message), "headers": {}, "delay": 0.0}
+
+    def _completion(self, step: dict, request_body: dict) -> dict:
+        body = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request_body.get("model", "scripted"),
+            "choices": [{"index": 0, "message": step["message"], "finish_reason": step["finish_reason"]}],
+        }
+        usage = step["usage"]
+        if usage is True:
+            prompt_chars = sum(len(str(m.get("content") or "")) for m in request_body.get("messages", []))
+            completion = len(step["message"]["content"] or "") // 4 + 1
+            usage = {"prompt_tokens": prompt_chars // 4, "completion_tokens": completion,
+                     "total_tokens": prompt_chars // 4 + completion}
+        if usage:
+            body["usage"] = usage
+        return body
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Does not wait for handler threads on close and prints nothing when a client goes away."""
+
+    block_on_close = False
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+def _error_body(status: int, message: str) -> dict:
+    kind, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    return {"error": {"message": message, "type": kind, "code": code}}
+
+
+def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        timeout = 10
+
+        def do_GET(self):
+            if self.path.rstrip("/") == "/v1/models":
+                self._send(200, {"object": "list", "data": [
+                    {"id": "scripted", "object": "model", "created": 0, "owned_by": "tests"}]})
+            else:
+                self._send(404, _error_body(404, f"no route for GET {self.path}"))
+
+        def do_POST(self):
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            request = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
+            if self.path != "/v1/chat/completions":
+                with server._lock:
+                    server.requests.append(request)
+                self._send(404, _error_body(404, f"no route for POST {self.path}"))
+                return
+            step = server._next(request)
+            if step["delay"] and server._stopping.wait(step["delay"]):
+                return
+            if "message" in step:
+                self._send(200, server._completion(step, body if isinstance(body, dict) else {}))
+            else:
+                self._send(step["status"], step["body"], step["headers"])
+
+        def _send(self, status: int, payload: dict | str, headers: dict | None = None) -> None:
+            data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+            headers = {"Content-Type": "application/json", **(headers or {}),
+                       "Content-Length": len(data), "Connection": "close"}
+            try:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, str(value))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+
+        def log_message(self, format, *args):
+            pass
+
+    return Handler
