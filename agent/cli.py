@@ -1,0 +1,200 @@
+"""The command line: the one place that reads the environment and puts the pieces together."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from agent.config import ConfigError, resolve_endpoint
+from agent.loop import Agent, RunResult, Settings
+from agent.protocols import NativeProtocol, PromptProtocol
+from agent.trace import Trace, fan_out
+
+EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "interrupted": 130}
+USAGE_ERROR = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv[:1] == ["tools"]:
+            return tools_command(argv[1:])
+        if argv[:1] == ["eval"]:
+            from agent.evaluation import eval_command
+            return eval_command(argv[1:], os.environ)
+        return run_command(argv)
+    except ConfigError as error:
+        print(f"agent: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("agent: interrupted", file=sys.stderr)
+        return EXIT_CODES["interrupted"]
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Options that choose and tune the model and the protocol, shared by `agent` and `agent eval`."""
+    group = parser.add_argument_group("model")
+    group.add_argument("--base-url", help="OpenAI-compatible endpoint (env AGENT_BASE_URL, OPENAI_BASE_URL)")
+    group.add_argument("--api-key", help="API key (env AGENT_API_KEY, OPENAI_API_KEY); not needed for local servers")
+    group.add_argument("--model", help="model name (env AGENT_MODEL)")
+    group.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                       help="per request, default 60")
+    group.add_argument("--temperature", type=float, help="sent only when given")
+    group.add_argument("--local", action="store_true", help="use the embedded local model (the `local` extra)")
+    group.add_argument("--model-path", help="a GGUF file for the local model (env AGENT_MODEL_PATH)")
+    group.add_argument("--constrain", action=argparse.BooleanOptionalAction,
+                       help="constrain replies to the action schema (prompt protocol): sent as response_format "
+                            "to servers, a grammar for the local model; default: on for the local model only")
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--max-steps", type=positive_int, default=15, metavar="N", help="tool steps, default 15")
+    limits.add_argument("--max-reasks", type=positive_int, default=3, metavar="N",
+                        help="malformed replies in a row before giving up, default 3")
+    limits.add_argument("--max-output", type=positive_int, default=4000, metavar="CHARS",
+                        help="tool output kept per call, default 4000")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent", description="Run an agent on TASK with any OpenAI-compatible chat model.",
+        epilog="Other commands: `agent tools` lists the tools; `agent eval --help` compares protocols.")
+    parser.add_argument("task", help="what the agent should do")
+    parser.add_argument("--protocol", choices=["prompt", "native"], default="prompt",
+                        help="prompt: JSON actions in the text (default); native: the API's tool calls")
+    parser.add_argument("--workspace", default=".", metavar="DIR", help="folder the file tools may use, default .")
+    parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--quiet", action="store_true", help="print only the answer (and errors)")
+    output.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    add_model_options(parser)
+    return parser
+
+
+def run_command(argv: list[str]) -> int:
+    args = run_parser().parse_args(argv)
+    load_dotenv()
+    registry = builtin_tools(args.workspace)
+    agent = Agent(build_model(args, os.environ), registry, build_protocol(args.protocol, registry, args),
+                  settings_from(args))
+    listeners = [] if args.quiet or args.json else [Progress()]
+    trace = Trace(args.trace) if args.trace else None
+    agent.emit = fan_out(*([trace] if trace else []), *listeners)
+    try:
+        result = agent.run(args.task)
+    finally:
+        if trace:
+            trace.close()
+    report(result, args)
+    return EXIT_CODES[result.status]
+
+
+def report(result: RunResult, args) -> None:
+    if args.json:
+        print(json.dumps(asdict(result), ensure_ascii=False, indent=2))
+    elif result.status == "final":
+        print(result.answer)
+    if result.status != "final":
+        print(f"agent: {result.status}: {result.error}", file=sys.stderr)
+    if not (args.quiet or args.json):
+        print(summary_line(result), file=sys.stderr)
+
+
+def summary_line(r: RunResult) -> str:
+    tokens = (f"{r.prompt_tokens} prompt + {r.completion_tokens} completion tokens"
+              if r.usage_missing == 0 else
+              "tokens not reported" if r.usage_missing == r.model_calls else
+              f"{r.prompt_tokens} prompt + {r.completion_tokens} completion tokens "
+              f"({r.usage_missing} calls unreported)")
+    return (f"{r.status} · {plural(r.steps, 'step')} · {plural(r.model_calls, 'model call')} · "
+            f"{plural(r.reasks, 're-ask')} · {tokens} · {r.seconds:.1f}s")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class Progress:
+    """Prints one line per tool call and per re-ask on stderr."""
+
+    def __call__(self, event: str, **data) -> None:
+        if event == "tool_result":
+            args = ", ".join(f"{k}={short(v, 40)}" for k, v in data["arguments"].items())
+            print(f"  {data['tool']}({args}) → {short(data['result'], 70)}", file=sys.stderr)
+        elif event == "parse_error":
+            print(f"  re-ask ({data['kind']}): {short(data['message'], 70)}", file=sys.stderr)
+
+
+def short(value, width: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def tools_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="agent tools", description="List the tools and their parameters.")
+    parser.add_argument("--json", action="store_true", help="print the native tool specs as JSON")
+    args = parser.parse_args(argv)
+    registry = builtin_tools(".")
+    print(json.dumps(registry.openai_tools(), indent=2) if args.json else registry.describe())
+    return 0
+
+
+def load_dotenv() -> None:
+    """Load ./.env without overriding variables already set."""
+    from dotenv import load_dotenv as load
+
+    load(Path.cwd() / ".env", override=False)
+
+
+def builtin_tools(workspace: str):
+    from tools import builtin_registry
+
+    if not Path(workspace).is_dir():
+        raise ConfigError(f"workspace {workspace!r} is not a folder; pass --workspace DIR")
+    return builtin_registry(workspace)
+
+
+def settings_from(args) -> Settings:
+    return Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output)
+
+
+def build_protocol(name: str, registry, args):
+    if name == "native":
+        if args.constrain:
+            raise ConfigError("--constrain applies to the prompt protocol only; drop it or use --protocol prompt")
+        return NativeProtocol(registry)
+    constrain = args.constrain if args.constrain is not None else use_local(args, os.environ)
+    return PromptProtocol(registry, constrain=constrain)
+
+
+def use_local(args, env) -> bool:
+    return args.local or resolve_endpoint(env, args.base_url, args.api_key, args.model) is None
+
+
+def build_model(args, env):
+    """The OpenAI-compatible model when an endpoint is configured, else the embedded local model."""
+    if use_local(args, env):
+        from agent.local_model import load_local_model
+
+        return load_local_model(args.model_path or env.get("AGENT_MODEL_PATH"), temperature=args.temperature)
+    from agent.openai_model import OpenAIModel
+
+    endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)
+    return OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,
+                       timeout=args.timeout, temperature=args.temperature)
