@@ -1,0 +1,235 @@
+"""Evaluation suites: tasks with starting files and checks, loaded from JSONL and checked after a run.
+
+One task per line:
+    {"id": "calc-seed", "category": "calculator", "task": "Compute 128*96 + 45**2 - 88/2",
+     "files": {}, "checks": {"answer_number": 14269, "tools_called": ["calculator"]}}
+
+Checks (all given must hold; a run whose status is not "final" fails whatever they say):
+- answer_number: a number that must appear in the answer; "14,269", "14 269", "14269.0" all count.
+  Either a number or {"value": 3.14, "tolerance": 0.005} (absolute).
+- answer_contains: substrings that must all appear in the answer (case-insensitive).
+- answer_any: substrings of which at least one must appear (case-insensitive).
+- answer_current: "year" or "date" (YYYY-MM-DD): the answer contains the current one at check time;
+  any time zone's counts (UTC-12 to UTC+14), so a run at midnight is not failed unfairly.
+- file_equals: {path: content}: the file holds exactly this after the run (one trailing newline ignored).
+- tools_called: tools that must each be called at least once.
+- tools_not_called: tools that must not be called.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from importlib.resources import files as package_files
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from agent.config import ConfigError
+
+BUILTIN = "built-in"
+
+_strings = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
+_path = {"type": "string", "minLength": 1}
+TASK_SCHEMA = {
+    "type": "object",
+    "required": ["id", "task", "checks"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+        "category": {"type": "string", "minLength": 1},
+        "task": {"type": "string", "minLength": 1},
+        "files": {"type": "object", "propertyNames": _path, "additionalProperties": {"type": "string"}},
+        "checks": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": False,
+            "properties": {
+                "answer_number": {"oneOf": [
+                    {"type": "number"},
+                    {"type": "object", "required": ["value"], "additionalProperties": False,
+                     "properties": {"value": {"type": "number"}, "tolerance": {"type": "number", "minimum": 0}}},
+                ]},
+                "answer_contains": _strings,
+                "answer_any": _strings,
+                "answer_current": {"enum": ["year", "date"]},
+                "file_equals": {"type": "object", "minProperties": 1, "propertyNames": _path,
+                                "additionalProperties": {"type": "string"}},
+                "tools_called": _strings,
+                "tools_not_called": _strings,
+            },
+        },
+    },
+}
+_validator = Draft202012Validator(TASK_SCHEMA)
+
+
+@dataclass
+class Task:
+    id: str
+    task: str
+    checks: dict
+    files: dict[str, str] = field(default_factory=dict)
+    category: str = ""
+    line: int = 0
+
+
+def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> list[Task]:
+    """The tasks of a JSONL suite (the built-in one when no path is given); ConfigError says what is wrong where."""
+    if path is None:
+        where, text = BUILTIN + " suite", (package_files("agent") / "suite.jsonl").read_text(encoding="utf-8")
+    else:
+        where = path
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"cannot read suite {path}: {error}") from None
+    tasks, seen = [], {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                task = _parse_line(line, number, tool_names)
+            except ValueError as error:
+                raise ConfigError(f"{where}, line {number}: {error}") from None
+            if task.id in seen:
+                raise ConfigError(f"{where}, line {number}: task id {task.id!r} already used on line {seen[task.id]}")
+            seen[task.id] = number
+            tasks.append(task)
+    if not tasks:
+        raise ConfigError(f"{where}: no tasks (one JSON object per line)")
+    return tasks
+
+
+def _parse_line(line: str, number: int, tool_names: set[str] | None) -> Task:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON: {error.msg} (column {error.colno})") from None
+    error = best_match(_validator.iter_errors(data))
+    if error is not None:
+        at = "/".join(str(p) for p in error.absolute_path)
+        raise ValueError(f"{at + ': ' if at else ''}{error.message}")
+    paths = list(data.get("files", {})) + list(data["checks"].get("file_equals", {}))
+    for relative in paths:
+        problem = unsafe_path(relative)
+        if problem:
+            raise ValueError(f"path {relative!r} {problem}")
+    named = set(data["checks"].get("tools_called", [])) | set(data["checks"].get("tools_not_called", []))
+    unknown = sorted(named - tool_names) if tool_names is not None else []
+    if unknown:
+        raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names))}")
+    return Task(data["id"], data["task"], data["checks"], data.get("files", {}), data.get("category", ""), number)
+
+
+def unsafe_path(relative: str) -> str | None:
+    """Why a suite path could land outside the workspace, or None when it is a plain relative path."""
+    if "\0" in relative:
+        return "contains a NUL character"
+    if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).anchor:
+        return "must be relative to the workspace"
+    if ".." in PureWindowsPath(relative).parts:
+        return "must stay inside the workspace (no '..')"
+    return None
+
+
+def write_files(workspace: Path, task: Task) -> None:
+    for relative, content in task.files.items():
+        target = workspace / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8", newline="")
+
+
+def check_run(checks: dict, answer: str | None, tools: list[str], workspace: Path,
+              now: datetime | None = None) -> list[dict]:
+    """One {"check", "ok", "detail"} per check, in the order the task gives them."""
+    results = []
+    for name, expected in checks.items():
+        ok, detail = CHECKS[name](expected, answer or "", tools, workspace, now)
+        results.append({"check": name, "ok": ok, "detail": detail})
+    return results
+
+
+def _answer_number(expected, answer, tools, workspace, now):
+    if not isinstance(expected, dict):
+        expected = {"value": expected}
+    value, tolerance = expected["value"], expected.get("tolerance", 0)
+    found = numbers_in(answer)
+    if any(math.isclose(n, value, rel_tol=1e-9, abs_tol=tolerance) for n in found + numbers_in(answer, False)):
+        return True, f"{_number(value)} found"
+    seen = ", ".join(_number(n) for n in found[:8]) or "none"
+    return False, f"expected {_number(value)}{f' ± {tolerance}' if tolerance else ''}; numbers in the answer: {seen}"
+
+
+def _answer_contains(expected, answer, tools, workspace, now):
+    missing = [s for s in expected if _fold(s) not in _fold(answer)]
+    return not missing, f"missing {', '.join(map(repr, missing))}" if missing else "all found"
+
+
+def _answer_any(expected, answer, tools, workspace, now):
+    hits = [s for s in expected if _fold(s) in _fold(answer)]
+    return bool(hits), f"found {hits[0]!r}" if hits else f"none of {', '.join(map(repr, expected))}"
+
+
+def _answer_current(expected, answer, tools, workspace, now):
+    now = now or datetime.now(timezone.utc)
+    form = "%Y" if expected == "year" else "%Y-%m-%d"
+    accepted = sorted({(now + timedelta(hours=h)).strftime(form) for h in (-12, 0, 14)})
+    hit = next((a for a in accepted if a in answer), None)
+    return hit is not None, f"found {hit}" if hit else f"expected the current {expected}: {' or '.join(accepted)}"
+
+
+def _file_equals(expected, answer, tools, workspace, now):
+    problems = []
+    for relative, content in expected.items():
+        target = workspace / relative
+        if not target.is_file():
+            problems.append(f"{relative}: missing")
+            continue
+        actual = target.read_text(encoding="utf-8", errors="replace")
+        if actual.removesuffix("\n") != content.removesuffix("\n"):
+            problems.append(f"{relative}: expected {content!r}, found {actual[:200]!r}")
+    return not problems, "; ".join(problems) or "as expected"
+
+
+def _tools_called(expected, answer, tools, workspace, now):
+    missing = [t for t in expected if t not in tools]
+    return not missing, f"not called: {', '.join(missing)}" if missing else "all called"
+
+
+def _tools_not_called(expected, answer, tools, workspace, now):
+    called = [t for t in expected if t in tools]
+    return not called, f"called: {', '.join(called)}" if called else "none called"
+
+
+CHECKS = {
+    "answer_number": _answer_number,
+    "answer_contains": _answer_contains,
+    "answer_any": _answer_any,
+    "answer_current": _answer_current,
+    "file_equals": _file_equals,
+    "tools_called": _tools_called,
+    "tools_not_called": _tools_not_called,
+}
+
+_SEPARATOR = re.compile(r"(?<=\d)[,'\u00a0\u2009\u202f ](?=\d{3}(?!\d))")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def numbers_in(text: str, grouped: bool = True) -> list[float]:
+    """The numbers in the text; ``grouped`` reads "14,269" and "14 269" as 14269, else as two numbers."""
+    text = text.replace("\u2212", "-")
+    if grouped:
+        text = _SEPARATOR.sub("", text)
+    values = (float(match.group()) for match in _NUMBER.finditer(text))
+    return list(dict.fromkeys(v for v in values if math.isfinite(v)))
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(value)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").casefold().split())
