@@ -175,3 +175,26 @@ def child_env() -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
     env["PYTHONPATH"] = str(ROOT)
     return env
+
+
+CALC = action("calculator", expression="2+2")
+
+
+@pytest.mark.parametrize("reply, finish_reason, kind, detail", [
+    ("Sure, I can help with that.", "stop", "no_json", "no JSON"),
+    ('{"type": "final", "answer": "4"', "stop", "invalid_json", "line 1 column"),
+    (CALC + "\n" + CALC, "stop", "multiple_actions", "exactly one"),
+    ('{"type": "answer", "text": "4"}', "stop", "schema", "$.type"),
+    (action("websearch", query="2+2"), "stop", "unknown_tool", "available tools: calculator"),
+    (action("calculator", expr="2+2"), "stop", "bad_arguments", "expression"),
+    ('{"type": "tool_call", "tool": "calcu', "length", "truncated", "cut off"),
+])
+def test_each_format_failure_is_reasked_with_its_type(server, workspace, capsys, reply, finish_reason, kind, detail):
+    server.reply(reply, finish_reason=finish_reason)
+    server.reply(action(answer="4"))
+    code, out, err = run(server, "What is 2+2?", capsys=capsys)
+    reask = server.requests[1]["body"]["messages"][-1]
+    assert (code, out) == (0, "4\n")
+    assert reask["role"] == "user" and f"({kind})" in reask["content"] and detail in reask["content"]
+    assert '{"type": "tool_call", "tool": "<tool name>"' in reask["content"]
+    assert f"re-ask ({kind})" in err and "1 re-ask" in err

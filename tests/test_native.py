@@ -1,0 +1,95 @@
+"""Native tool calling end to end: the request carries tools, the reply's tool_calls are run."""
+import json
+
+import pytest
+
+from agent.cli import main
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("Budget: 4,250 EUR\n")
+    return tmp_path
+
+
+def run(server, task, capsys, *args):
+    code = main(["--base-url", server.url, "--model", "m", "--protocol", "native", "--timeout", "5", *args, task])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def tool_messages(request) -> list[dict]:
+    return [m for m in request["body"]["messages"] if m["role"] == "tool"]
+
+
+def test_request_carries_the_registry_as_tools(server, workspace, capsys):
+    server.reply("Paris.")
+    code, out, _ = run(server, "Capital of France?", capsys)
+    body = server.requests[0]["body"]
+    assert (code, out) == (0, "Paris.\n")
+    assert [t["function"]["name"] for t in body["tools"]] == \
+        ["calculator", "read_file", "write_file", "list_dir", "current_time"]
+    assert body["tools"][0]["function"]["parameters"]["required"] == ["expression"]
+    assert "JSON" not in body["messages"][0]["content"]  # no prompt protocol in native mode
+
+
+def test_several_calls_in_one_reply_are_answered_in_order_with_their_ids(server, workspace, capsys):
+    server.reply(tool_calls=[
+        {"id": "call_calc", "name": "calculator", "arguments": {"expression": "128*96 + 45**2 - 88/2"}},
+        {"id": "call_read", "name": "read_file", "arguments": {"path": "notes.txt"}},
+    ])
+    server.reply("14269, and the budget is 4,250 EUR.")
+    code, out, err = run(server, "Compute 128*96 + 45**2 - 88/2 and read the budget", capsys)
+    second = server.requests[1]["body"]["messages"]
+    assert code == 0 and "final · 1 step · 2 model calls" in err
+    assert [c["id"] for c in second[2]["tool_calls"]] == ["call_calc", "call_read"]
+    assert [(m["tool_call_id"], m["content"]) for m in second[3:]] == \
+        [("call_calc", "14269.0"), ("call_read", "Budget: 4,250 EUR\n")]
+
+
+def test_malformed_argument_json_is_answered_for_that_call_only(server, workspace, capsys):
+    server.reply(tool_calls=[
+        {"id": "call_bad", "name": "calculator", "arguments": '{"expression": "2+2"'},
+        {"id": "call_ok", "name": "calculator", "arguments": {"expression": "3+3"}},
+    ])
+    server.reply("6")
+    code, _, _ = run(server, "sums", capsys, "--json")
+    results = tool_messages(server.requests[1])
+    assert code == 0
+    assert results[0]["tool_call_id"] == "call_bad" and results[0]["content"].startswith("error: the arguments")
+    assert (results[1]["tool_call_id"], results[1]["content"]) == ("call_ok", "6")
+
+
+def test_arguments_that_fail_the_schema_are_reasked(server, workspace, capsys):
+    server.reply(tool_calls=[{"id": "call_1", "name": "calculator", "arguments": {"expr": "2+2"}}])
+    server.reply(tool_calls=[{"id": "call_2", "name": "calculator", "arguments": {"expression": "2+2"}}])
+    server.reply("4")
+    code, out, _ = run(server, "2+2", capsys, "--json")
+    result = json.loads(out)
+    reask = tool_messages(server.requests[1])
+    assert code == 0 and (result["reasks"], result["errors"], result["steps"]) == (1, {"bad_arguments": 1}, 1)
+    assert reask[0]["tool_call_id"] == "call_1" and "expression" in reask[0]["content"]
+    assert [m["tool_call_id"] for m in tool_messages(server.requests[2])] == ["call_2"]  # the failed try is gone
+
+
+def test_unknown_tool_name_lists_the_tools(server, workspace, capsys):
+    server.reply(tool_calls=[{"id": "call_w", "name": "web_search", "arguments": {"q": "weather"}}])
+    server.reply("I cannot look that up.")
+    code, out, _ = run(server, "Weather in Paris?", capsys)
+    message = tool_messages(server.requests[1])[0]
+    assert (code, out) == (0, "I cannot look that up.\n")
+    assert message["tool_call_id"] == "call_w"
+    assert "unknown tool 'web_search'" in message["content"] and "calculator" in message["content"]
+
+
+def test_every_call_of_every_step_is_paired_with_its_result(server, workspace, capsys):
+    server.reply(tool_calls=[{"id": "a1", "name": "list_dir", "arguments": {}}])
+    server.reply(tool_calls=[{"id": "b1", "name": "read_file", "arguments": {"path": "notes.txt"}},
+                             {"id": "b2", "name": "current_time", "arguments": {}}])
+    server.reply("done")
+    assert run(server, "look around", capsys)[0] == 0
+    messages = server.requests[2]["body"]["messages"]
+    asked = [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert asked == answered == ["a1", "b1", "b2"]
