@@ -191,8 +191,10 @@ def build_model(args, env):
     """The OpenAI-compatible model when an endpoint is configured, else the embedded local model."""
     if use_local(args, env):
         from agent.local_model import load_local_model
+        from agent.model_files import cache_dir
 
-        return load_local_model(args.model_path or env.get("AGENT_MODEL_PATH"), temperature=args.temperature)
+        return load_local_model(args.model_path or env.get("AGENT_MODEL_PATH"), temperature=args.temperature,
+                                cache=cache_dir(env))
     from agent.openai_model import OpenAIModel
 
     endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)

@@ -243,7 +243,7 @@ def _format(value: Number) -> str:
 
 
 @tool(
-    description="Evaluate an arithmetic expression exactly, e.g. 128*96 + 45**2 - 88/2; "
+    description="Evaluate an arithmetic expression exactly, e.g. (17 + 3) * 2**5 / 4; "
     "supports + - * / // % ** and math functions like sqrt, sin, log, pi."
 )
 def calculator(expression: str) -> str:

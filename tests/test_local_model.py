@@ -1,0 +1,153 @@
+"""The embedded local model: reply handling on its own, then a few short runs of the real model (2 CPU cores)."""
+import json
+import threading
+import time
+
+import jsonschema
+import pytest
+
+from agent import Agent, ModelError, Settings
+from agent.config import ConfigError
+from agent.local_model import _find_tool_calls, _grammar, _with_argument_objects, load_local_model
+from agent.model_files import EMBEDDED, locate_parts
+from agent.parsing import action_schema
+from agent.protocols import NativeProtocol, PromptProtocol
+from tools import builtin_registry
+
+TOOLS = {"calculator", "read_file"}
+
+
+def call(name: str, arguments: dict, number: int = 1) -> dict:
+    return {"id": f"call_{number}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def test_tool_call_blocks_become_openai_tool_calls():
+    content = ('Let me compute.\n<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+2"}}\n</tool_call>\n'
+               '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>')
+    assert _find_tool_calls(content, TOOLS) == ("Let me compute.", [
+        call("calculator", {"expression": "2+2"}), call("read_file", {"path": "a.txt"}, 2)])
+
+
+@pytest.mark.parametrize("content", [
+    '```json\n{\n  "name": "calculator",\n  "arguments": {"expression": "2+2"}\n}\n```',
+    '{"name": "calculator", "arguments": {"expression": "2+2"}}',
+])
+def test_a_reply_that_is_one_call_object_is_a_tool_call(content):
+    assert _find_tool_calls(content, TOOLS) == (None, [call("calculator", {"expression": "2+2"})])
+
+
+@pytest.mark.parametrize("content", [
+    'The answer is 4.',
+    '{"name": "Dana", "arguments": {}}',
+    '{"name": ["calculator"], "arguments": {}}',
+    '```json\n{"name": "calculator", "arguments": "2+2"}\n```',
+])
+def test_other_replies_stay_text(content):
+    assert _find_tool_calls(content, TOOLS) == (content, [])
+
+
+def test_a_malformed_tool_call_block_is_passed_on_for_the_protocol_to_answer():
+    _, calls = _find_tool_calls('<tool_call>\n{"name": "calculator", "arguments": {"expression": }\n</tool_call>', TOOLS)
+    assert calls[0]["function"]["name"] == "calculator"
+    assert calls[0]["function"]["arguments"].startswith('{"name": "calculator"')
+
+
+def test_the_chat_template_gets_arguments_as_objects():
+    message = {"role": "assistant", "content": None, "tool_calls": [call("calculator", {"expression": "1"})]}
+    converted = _with_argument_objects(message)
+    assert converted["tool_calls"][0]["function"]["arguments"] == {"expression": "1"}
+    assert message["tool_calls"][0]["function"]["arguments"] == '{"expression": "1"}'
+
+
+def test_the_agents_action_schema_converts_to_a_grammar():
+    pytest.importorskip("llama_cpp")
+    schema = action_schema(builtin_registry(".").parameters(), batch=False)
+    grammar = _grammar(json.dumps(schema))._grammar
+    for name in ("calculator", "read_file", "write_file", "list_dir", "current_time"):
+        assert f'::= "\\"{name}\\""' in grammar
+    assert '[^"\\\\\\x7F\\x00-\\x1F]' in grammar  # no raw control characters inside JSON strings
+
+
+def test_a_schema_llama_cpp_cannot_convert_is_an_error_not_unconstrained_json():
+    pytest.importorskip("llama_cpp")
+    with pytest.raises(ModelError, match="cannot constrain replies by this JSON Schema.*drop --constrain"):
+        _grammar(json.dumps({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}))
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    pytest.importorskip("llama_cpp")
+    try:
+        locate_parts(EMBEDDED)
+    except ConfigError as error:
+        pytest.skip(f"the local model's data packages are not installed: {error}")
+    return load_local_model()
+
+
+def run(model, protocol, task, workspace, max_steps=4):
+    started = time.monotonic()
+    result = Agent(model, builtin_registry(workspace), protocol, Settings(max_steps=max_steps)).run(task)
+    print(f"\n{protocol.name}: {result.status} in {time.monotonic() - started:.1f}s, {result.model_calls} calls: "
+          f"{result.answer!r}")
+    return result
+
+
+def test_loading_again_reuses_the_loaded_model(local_model):
+    assert load_local_model(temperature=0.5).llama is local_model.llama
+
+
+def test_constrained_agent_computes_with_the_calculator(local_model, tmp_path):
+    registry = builtin_registry(tmp_path)
+    result = run(local_model, PromptProtocol(registry, constrain=True), "Compute 128*96 + 45**2 - 88/2", tmp_path)
+    assert result.status == "final"
+    assert "14269" in result.answer
+    assert [c["tool"] for c in result.tool_calls] == ["calculator"]
+
+
+def test_constrained_agent_reads_a_file(local_model, tmp_path):
+    (tmp_path / "notes.txt").write_text("Project Falcon\nOwner: Dana\nBudget: 4250 EUR\nDeadline: June\n")
+    registry = builtin_registry(tmp_path)
+    result = run(local_model, PromptProtocol(registry, constrain=True),
+                 "Read notes.txt and tell me the budget.", tmp_path)
+    assert result.status == "final"
+    assert "4250" in result.answer
+    assert {"tool": "read_file", "arguments": {"path": "notes.txt"}, "ok": True} in result.tool_calls
+
+
+def test_a_constrained_reply_is_a_valid_action_even_when_the_task_invites_prose(local_model):
+    protocol = PromptProtocol(builtin_registry("."), constrain=True)
+    messages = [{"role": "system", "content": protocol.system_prompt()},
+                {"role": "user", "content": "Hello! Who are you? Reply in plain prose, not JSON."}]
+    reply = local_model.complete(messages, max_tokens=200, **protocol.options)
+    assert reply.finish_reason == "stop"
+    assert reply.usage["completion_tokens"] > 0
+    jsonschema.validate(json.loads(reply.content), protocol.options["response_format"]["json_schema"]["schema"])
+
+
+def test_native_mode_first_reply_is_a_tool_call(local_model):
+    protocol = NativeProtocol(builtin_registry("."))
+    messages = [{"role": "system", "content": protocol.system_prompt()},
+                {"role": "user", "content": "Compute 128*96 + 45**2 - 88/2"}]
+    reply = local_model.complete(messages, **protocol.options)
+    assert reply.finish_reason == "tool_calls"
+    assert reply.tool_calls == [call("calculator", {"expression": "128*96 + 45**2 - 88/2"})]
+
+
+def test_calls_from_several_threads_take_turns(local_model):
+    messages = [{"role": "user", "content": "Say hi."}]
+    expected = local_model.complete(messages, max_tokens=4).content
+    replies = []
+    threads = [threading.Thread(target=lambda: replies.append(local_model.complete(messages, max_tokens=4).content))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert replies == [expected] * 3
+
+
+def test_a_conversation_longer_than_the_context_is_a_model_error(local_model):
+    small = load_local_model(n_ctx=256)
+    with pytest.raises(ModelError, match=r"no longer fits the local model's context \(256 tokens\)"):
+        small.complete([{"role": "user", "content": "word " * 400}])
