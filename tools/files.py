@@ -154,7 +154,7 @@ def file_tools(workspace: str | os.PathLike) -> list[Tool]:
     """read_file, write_file and list_dir for one workspace folder (which must exist)."""
     space = Workspace(workspace)
     return [
-        tool(space.read_file, name="read_file", description="Read a text file; path is relative to the workspace, e.g. notes.txt."),
+        tool(space.read_file, name="read_file", description="Read a text file of the workspace; path is relative to the workspace folder."),
         tool(
             space.write_file,
             name="write_file",
