@@ -93,7 +93,7 @@ def run_command(argv: list[str]) -> int:
     agent = Agent(build_model(args, os.environ), registry, build_protocol(args.protocol, registry, args),
                   settings_from(args))
     listeners = [] if args.quiet or args.json else [Progress()]
-    trace = Trace(args.trace) if args.trace else None
+    trace = open_trace(args.trace) if args.trace else None
     agent.emit = fan_out(*([trace] if trace else []), *listeners)
     try:
         result = agent.run(args.task)
@@ -102,6 +102,14 @@ def run_command(argv: list[str]) -> int:
             trace.close()
     report(result, args)
     return EXIT_CODES[result.status]
+
+
+def open_trace(path: str) -> Trace:
+    try:
+        return Trace(path)
+    except OSError as error:
+        raise ConfigError(f"cannot write the trace file {path!r} ({error.strerror}); pass --trace FILE "
+                          "in a folder that exists") from error
 
 
 def report(result: RunResult, args) -> None:

@@ -198,3 +198,9 @@ def test_each_format_failure_is_reasked_with_its_type(server, workspace, capsys,
     assert reask["role"] == "user" and f"({kind})" in reask["content"] and detail in reask["content"]
     assert '{"type": "tool_call", "tool": "<tool name>"' in reask["content"]
     assert f"re-ask ({kind})" in err and "1 re-ask" in err
+
+
+def test_unwritable_trace_file_is_a_usage_error(server, workspace, capsys):
+    code, out, err = run(server, "--trace", str(workspace / "no-such-dir" / "t.jsonl"), "x", capsys=capsys)
+    assert (code, out) == (2, "")
+    assert "cannot write the trace file" in err and "--trace" in err and server.requests == []
