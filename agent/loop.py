@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 import prompts
@@ -38,7 +38,7 @@ class RunResult:
     messages: list[dict] = field(default_factory=list, repr=False)
 
     def summary(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "messages"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "messages"}
 
 
 class Stop(Exception):

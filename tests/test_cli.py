@@ -204,3 +204,10 @@ def test_unwritable_trace_file_is_a_usage_error(server, workspace, capsys):
     code, out, err = run(server, "--trace", str(workspace / "no-such-dir" / "t.jsonl"), "x", capsys=capsys)
     assert (code, out) == (2, "")
     assert "cannot write the trace file" in err and "--trace" in err and server.requests == []
+
+
+def test_every_status_has_an_exit_code():
+    from agent.cli import EXIT_CODES
+    from agent.loop import STATUSES
+
+    assert set(EXIT_CODES) == set(STATUSES) and EXIT_CODES["final"] == 0
