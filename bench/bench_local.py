@@ -1,0 +1,42 @@
+"""Prints what the embedded model costs on this machine: verifying, loading, and a step with and without the
+prompt cache and the schema constraint. Needs the `local` extra.
+
+    python bench/bench_local.py
+"""
+import resource
+import time
+
+from agent.local_model import load_local_model
+from agent.model_files import EMBEDDED, cache_dir, embedded_model, verify
+from agent.protocols import PromptProtocol
+from tools import builtin_registry
+
+
+def timed(label: str, function):
+    started = time.perf_counter()
+    value = function()
+    print(f"{label:<52} {time.perf_counter() - started:7.2f} s")
+    return value
+
+
+def main() -> None:
+    path = timed("find (or assemble) the GGUF file and verify it", lambda: embedded_model(EMBEDDED, cache_dir()))
+    timed("verify its SHA-256 (491 MB)", lambda: verify(path, EMBEDDED.size, EMBEDDED.sha256))
+    model = timed("load the model (verifies the SHA-256 once more)", load_local_model)
+    protocol = PromptProtocol(builtin_registry("."), constrain=True)
+    system = {"role": "system", "content": protocol.system_prompt()}
+    task = {"role": "user", "content": "Compute 128*96 + 45**2 - 88/2"}
+    first = timed("first step, cold prompt, constrained", lambda: model.complete([system, task], **protocol.options))
+    follow = [system, task, {"role": "assistant", "content": first.content},
+              {"role": "user", "content": "Result of calculator:\n14269.0"}]
+    second = timed("second step, prompt prefix cached, constrained",
+                   lambda: model.complete(follow, **protocol.options))
+    timed("the same second step again, unconstrained", lambda: model.complete(follow))
+    print(f"{'tokens: first step prompt + completion':<52} {first.usage['prompt_tokens']} + "
+          f"{first.usage['completion_tokens']}; second {second.usage['prompt_tokens']} + "
+          f"{second.usage['completion_tokens']}")
+    print(f"{'peak resident memory':<52} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:7.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
