@@ -106,8 +106,9 @@ class NativeProtocol:
             if not (reply.content or "").strip():
                 return self._reask(reply, "empty", "the reply was empty; call a tool or answer in text")
             return Final(reply.content, {"role": "assistant", "content": reply.content})
-        calls = [self._call(tc) for tc in reply.tool_calls]
-        message = {"role": "assistant", "content": reply.content, "tool_calls": reply.tool_calls}
+        tool_calls = [{**tc, "id": tc.get("id") or f"call_{i}"} for i, tc in enumerate(reply.tool_calls, 1)]
+        calls = [self._call(tc) for tc in tool_calls]
+        message = {"role": "assistant", "content": reply.content, "tool_calls": tool_calls}
         if all(c.error for c in calls):
             problem = "; ".join(c.error.removeprefix("error: ") for c in calls)
             return FormatError(calls[0].error_kind, problem, [message] + self.results(calls, [c.error for c in calls]))
@@ -116,7 +117,7 @@ class NativeProtocol:
     def _call(self, tool_call: dict) -> Call:
         name = tool_call["function"]["name"]
         raw = tool_call["function"].get("arguments") or "{}"
-        call = Call(name, {}, id=tool_call.get("id"))
+        call = Call(name, {}, id=tool_call["id"])
         try:
             arguments = json.loads(raw)
         except json.JSONDecodeError as error:

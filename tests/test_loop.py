@@ -255,3 +255,12 @@ def test_trace_records_every_event(tmp_path):
         "model_call", "final", "run_end"]
     assert events[1]["content"] == "not json" and events[2]["kind"] == "no_json"
     assert events[5]["result"] == "42" and events[-1]["status"] == "final" and events[-1]["model_calls"] == 3
+
+
+def test_native_calls_without_ids_get_ids_that_pair_with_their_results():
+    call = {"type": "function", "function": {"name": "calculator", "arguments": '{"expression": "1+1"}'}}
+    agent, model = make_agent("native", [Reply(tool_calls=[call, call]), final_reply("native", "2")])
+    agent.run("1+1 twice")
+    sent = model.calls[1]["messages"]
+    assert [c["id"] for c in sent[2]["tool_calls"]] == ["call_1", "call_2"]
+    assert [m["tool_call_id"] for m in sent[3:]] == ["call_1", "call_2"]
