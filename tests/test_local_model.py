@@ -1,7 +1,11 @@
 """The embedded local model: reply handling on its own, then a few short runs of the real model (2 CPU cores)."""
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -154,3 +158,14 @@ def test_a_conversation_longer_than_the_context_is_a_model_error(local_model):
     small = load_local_model(n_ctx=256)
     with pytest.raises(ModelError, match=r"no longer fits the local model's context \(256 tokens\)"):
         small.complete([{"role": "user", "content": "word " * 400}])
+
+
+def test_the_readme_command_answers_with_no_endpoint_configured(local_model, tmp_path):
+    """`agent "Compute 128*96 + 45**2 - 88/2"` with no key and no base URL runs the embedded model."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AGENT_", "OPENAI_")) or k == "AGENT_CACHE_DIR"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-m", "agent", "Compute 128*96 + 45**2 - 88/2"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "14269" in done.stdout and "calculator(" in done.stderr
