@@ -15,6 +15,7 @@ from agent.trace import Trace, fan_out
 
 EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "interrupted": 130}
 USAGE_ERROR = 2
+LOCAL_HISTORY_CHARS = 18_000  # about 6,000 tokens: leaves room in the local model's 8,192 for the reply
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +55,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="malformed replies in a row before giving up, default 3")
     limits.add_argument("--max-output", type=positive_int, default=4000, metavar="CHARS",
                         help="tool output kept per call, default 4000")
+    limits.add_argument("--max-history", type=positive_int, metavar="CHARS",
+                        help="drop the oldest tool results beyond this many characters of conversation; "
+                             f"default: {LOCAL_HISTORY_CHARS} for the local model, no limit for endpoints")
 
 
 def positive_int(text: str) -> int:
@@ -91,7 +95,7 @@ def run_command(argv: list[str]) -> int:
     load_dotenv()
     registry = builtin_tools(args.workspace)
     agent = Agent(build_model(args, os.environ), registry, build_protocol(args.protocol, registry, args),
-                  settings_from(args))
+                  settings_from(args, os.environ))
     listeners = [] if args.quiet or args.json else [Progress()]
     trace = open_trace(args.trace) if args.trace else None
     agent.emit = fan_out(*([trace] if trace else []), *listeners)
@@ -178,8 +182,10 @@ def builtin_tools(workspace: str):
     return builtin_registry(workspace)
 
 
-def settings_from(args) -> Settings:
-    return Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output)
+def settings_from(args, env) -> Settings:
+    history = args.max_history or (LOCAL_HISTORY_CHARS if use_local(args, env) else None)
+    return Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
+                    max_history_chars=history)
 
 
 def build_protocol(name: str, registry, args):

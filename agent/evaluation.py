@@ -203,7 +203,7 @@ def eval_command(argv: list[str], env) -> int:
         raise ConfigError("--constrain applies to the prompt protocol only; add --protocol prompt or drop it")
     constrain = args.constrain if args.constrain is not None else use_local(args, env)
     protocols = protocol_factories(names, constrain)
-    model, settings, started = build_model(args, env), settings_from(args), now()
+    model, settings, started = build_model(args, env), settings_from(args, env), now()
     total = len(tasks) * len(protocols) * args.repeat
     if not args.quiet:
         print(f"agent eval: {plural(len(tasks), 'task')} × {plural(len(protocols), 'protocol')} × "

@@ -11,6 +11,7 @@ from agent.model import Model, ModelError, Reply
 from agent.protocols import Call, Final, FormatError, PromptProtocol
 
 STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted")
+KEEP_SHORT = 200  # tool results this short are never dropped: it would save little
 
 
 @dataclass
@@ -18,6 +19,7 @@ class Settings:
     max_steps: int = 15  # steps that run tools
     max_reasks: int = 3  # malformed replies in a row before giving up
     max_output_chars: int = 4000  # per tool result; head and tail are kept
+    max_history_chars: int | None = None  # older tool results are dropped beyond this; None: no limit
 
 
 @dataclass
@@ -85,6 +87,7 @@ class Agent:
         failed: list[dict] = []  # malformed replies and their re-asks since the last good reply
         previous, texts, repeats, in_row = None, [], 0, 0
         while True:
+            self._compact(history)
             turn = self.protocol.parse(self._complete(history + failed, result))
             if isinstance(turn, FormatError):
                 self._reask(turn, result, in_row)
@@ -107,6 +110,21 @@ class Agent:
             if result.steps == self.settings.max_steps:
                 texts[-1] += "\n" + prompts.load("last_step")
             history += [turn.message] + self.protocol.results(turn.calls, texts)
+
+    def _compact(self, history: list[dict]) -> None:
+        """Drop the oldest tool results until the history fits; the system prompt, the task and the
+        latest step are kept whole."""
+        limit = self.settings.max_history_chars
+        size = sum(len(m.get("content") or "") for m in history)
+        if limit is None or size <= limit:
+            return
+        latest = max((i for i, m in enumerate(history) if m["role"] == "assistant"), default=0)
+        for message in history[2:latest]:
+            if size > limit and message["role"] in ("user", "tool") and len(message["content"]) > KEEP_SHORT:
+                note = prompts.render("dropped_result", characters=len(message["content"]))
+                size -= len(message["content"]) - len(note)
+                self.emit("compacted", dropped=len(message["content"]))
+                message["content"] = note
 
     def _complete(self, messages: list[dict], result: RunResult) -> Reply:
         started = time.monotonic()

@@ -1,5 +1,6 @@
 """The loop's behaviour, driven by a scripted in-process model in both protocols."""
 import json
+import re
 import threading
 
 import pytest
@@ -264,3 +265,29 @@ def test_native_calls_without_ids_get_ids_that_pair_with_their_results():
     sent = model.calls[1]["messages"]
     assert [c["id"] for c in sent[2]["tool_calls"]] == ["call_1", "call_2"]
     assert [m["tool_call_id"] for m in sent[3:]] == ["call_1", "call_2"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_oldest_tool_results_are_dropped_when_the_history_outgrows_its_limit(protocol):
+    registry = Registry()
+
+    @registry.tool(parameters={"type": "object", "properties": {"n": {"type": "integer"}},
+                               "required": ["n"], "additionalProperties": False})
+    def page(n):
+        """Return a long page."""
+        return f"page {n}: " + "x" * 3000
+
+    replies = [tool_reply(protocol, ("page", {"n": n})) for n in range(4)] + [final_reply(protocol, "done")]
+    agent, model = make_agent(protocol, replies, registry=registry, max_history_chars=8000)
+    events = []
+    agent.emit = lambda event, **data: events.append(event)
+    result = agent.run("read all pages " + "please " * 20)
+    sent = model.calls[-1]["messages"]
+    results = [m["content"] for m in sent if m["role"] in ("tool", "user")][1:]
+    assert result.status == "final"
+    assert sent[0]["content"] == model.calls[0]["messages"][0]["content"]  # the system prompt is whole
+    assert sent[1]["content"] == "read all pages " + "please " * 20
+    assert "page 3: xxx" in results[-1] and "page 2: xxx" in results[-2]
+    assert re.fullmatch(r"\[an earlier tool result of 30\d\d characters was dropped.*\]\s*", results[0])
+    assert sum(len(m["content"] or "") for m in sent) <= 8000 + len(sent[0]["content"])
+    assert events.count("compacted") == 2
