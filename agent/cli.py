@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from agent.config import ConfigError, resolve_endpoint
+from agent.config import ConfigError, Endpoint, resolve_endpoint
 from agent.loop import Agent, RunResult, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.trace import Trace, fan_out
@@ -94,8 +94,10 @@ def run_command(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
     load_dotenv()
     registry = builtin_tools(args.workspace)
-    agent = Agent(build_model(args, os.environ), registry, build_protocol(args.protocol, registry, args),
-                  settings_from(args, os.environ))
+    endpoint = choose_endpoint(args, os.environ)
+    local = endpoint is None
+    agent = Agent(build_model(args, endpoint, os.environ), registry,
+                  build_protocol(args.protocol, registry, args, local), settings_from(args, local))
     listeners = [] if args.quiet or args.json else [Progress()]
     trace = open_trace(args.trace) if args.trace else None
     agent.emit = fan_out(*([trace] if trace else []), *listeners)
@@ -182,28 +184,33 @@ def builtin_tools(workspace: str):
     return builtin_registry(workspace)
 
 
-def settings_from(args, env) -> Settings:
-    history = args.max_history or (LOCAL_HISTORY_CHARS if use_local(args, env) else None)
+def settings_from(args, local: bool) -> Settings:
+    history = args.max_history or (LOCAL_HISTORY_CHARS if local else None)
     return Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
                     max_history_chars=history)
 
 
-def build_protocol(name: str, registry, args):
+def constrained(args, local: bool) -> bool:
+    """--constrain or --no-constrain as given; by default on for the local model only."""
+    return args.constrain if args.constrain is not None else local
+
+
+def build_protocol(name: str, registry, args, local: bool):
     if name == "native":
         if args.constrain:
             raise ConfigError("--constrain applies to the prompt protocol only; drop it or use --protocol prompt")
         return NativeProtocol(registry)
-    constrain = args.constrain if args.constrain is not None else use_local(args, os.environ)
-    return PromptProtocol(registry, constrain=constrain)
+    return PromptProtocol(registry, constrain=constrained(args, local))
 
 
-def use_local(args, env) -> bool:
-    return args.local or resolve_endpoint(env, args.base_url, args.api_key, args.model) is None
+def choose_endpoint(args, env) -> Endpoint | None:
+    """The endpoint the flags and the environment name; None means the embedded local model."""
+    return None if args.local else resolve_endpoint(env, args.base_url, args.api_key, args.model)
 
 
-def build_model(args, env):
-    """The OpenAI-compatible model when an endpoint is configured, else the embedded local model."""
-    if use_local(args, env):
+def build_model(args, endpoint: Endpoint | None, env):
+    """The OpenAI-compatible model for ``endpoint``; the embedded local model when there is none."""
+    if endpoint is None:
         from agent.local_model import load_local_model
         from agent.model_files import cache_dir
 
@@ -211,6 +218,5 @@ def build_model(args, env):
                                 cache=cache_dir(env))
     from agent.openai_model import OpenAIModel
 
-    endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)
     return OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,
                        timeout=args.timeout, temperature=args.temperature)

@@ -5,6 +5,9 @@ from dataclasses import dataclass
 from typing import Mapping
 
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # where an endpoint with a key and no base URL goes
+
+
 class ConfigError(Exception):
     """A setting is missing or wrong; the message says which flag or variable to set."""
 

@@ -16,9 +16,9 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from agent.cli import (ConfigError, add_model_options, build_model, load_dotenv, plural, positive_int,
-                       settings_from, use_local)
-from agent.config import resolve_endpoint
+from agent.cli import (ConfigError, add_model_options, build_model, choose_endpoint, constrained, load_dotenv,
+                       plural, positive_int, settings_from)
+from agent.config import DEFAULT_BASE_URL, Endpoint
 from agent.loop import Agent, RunResult, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.suite import BUILTIN, Task, check_run, load_suite, write_files
@@ -201,9 +201,10 @@ def eval_command(argv: list[str], env) -> int:
     names = list(dict.fromkeys(args.protocol or PROTOCOLS))
     if args.constrain and "prompt" not in names:
         raise ConfigError("--constrain applies to the prompt protocol only; add --protocol prompt or drop it")
-    constrain = args.constrain if args.constrain is not None else use_local(args, env)
+    endpoint = choose_endpoint(args, env)
+    constrain = constrained(args, local=endpoint is None)
     protocols = protocol_factories(names, constrain)
-    model, settings, started = build_model(args, env), settings_from(args, env), now()
+    model, settings, started = build_model(args, endpoint, env), settings_from(args, endpoint is None), now()
     total = len(tasks) * len(protocols) * args.repeat
     if not args.quiet:
         print(f"agent eval: {plural(len(tasks), 'task')} × {plural(len(protocols), 'protocol')} × "
@@ -222,7 +223,7 @@ def eval_command(argv: list[str], env) -> int:
     print(render_table(table_rows(summary), args.markdown))
     if args.out:
         write_json(args.out, {
-            "suite": args.suite or BUILTIN, "model": describe_model(args, env), "started": started, "finished": now(),
+            "suite": args.suite or BUILTIN, "model": describe_model(args, endpoint, env), "started": started, "finished": now(),
             "settings": {**asdict(settings), "constrain": constrain, "repeat": args.repeat, "workers": args.workers,
                          "protocols": list(protocols)},
             "interrupted": evaluation.interrupted, "runs": evaluation.runs, "summary": summary})
@@ -258,12 +259,11 @@ def protocol_factories(names: list[str], constrain: bool) -> dict[str, Callable]
     return factories
 
 
-def describe_model(args, env) -> dict:
+def describe_model(args, endpoint: Endpoint | None, env) -> dict:
     """What we know about the model, never the key."""
-    if use_local(args, env):
+    if endpoint is None:
         return {"backend": "local", "model_path": args.model_path or env.get("AGENT_MODEL_PATH")}
-    endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)
-    return {"backend": "openai-compatible", "base_url": endpoint.base_url or "https://api.openai.com/v1",
+    return {"backend": "openai-compatible", "base_url": endpoint.base_url or DEFAULT_BASE_URL,
             "model": endpoint.model}
 
 

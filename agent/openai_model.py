@@ -11,9 +11,8 @@ import json
 
 import openai
 
+from agent.config import DEFAULT_BASE_URL
 from agent.model import ModelError, Reply
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAIModel:

@@ -196,7 +196,7 @@ def test_agent_model_path_to_a_missing_file_is_a_clear_error(tmp_path):
     args = run_parser().parse_args(["a task", "--local"])
     missing = tmp_path / "missing.gguf"
     with pytest.raises(ConfigError, match=f"model file '{re.escape(str(missing))}' does not exist"):
-        build_model(args, {"AGENT_MODEL_PATH": str(missing)})
+        build_model(args, None, {"AGENT_MODEL_PATH": str(missing)})
 
 
 def test_without_llama_cpp_the_error_says_how_to_install_it(monkeypatch):
