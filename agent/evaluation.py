@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -23,6 +22,7 @@ from agent.loop import Agent, RunResult, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.suite import BUILTIN, Task, check_run, load_suite, write_files
 from tools import builtin_registry
+from tools.files import atomic_write
 
 PROTOCOLS = ("prompt", "native")
 FAILED_STATUSES = ("step_limit", "format_errors", "loop", "model_error", "error")
@@ -272,14 +272,5 @@ def now() -> str:
 
 
 def write_json(path: str, data: dict) -> None:
-    """Write through a temporary file in the same folder, then rename, so a reader never sees half a file."""
-    target = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=target.resolve().parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(data, file, ensure_ascii=False, indent=2)
-            file.write("\n")
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Written atomically, so a reader never sees half a file."""
+    atomic_write(Path(path), json.dumps(data, ensure_ascii=False, indent=2) + "\n")

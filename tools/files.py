@@ -75,7 +75,7 @@ class Workspace:
         except OSError as error:
             raise ToolError(f"cannot create the folder {self.show(target.parent)}: {error.strerror}") from None
         try:
-            _atomic_write(target, content)
+            atomic_write(target, content)
         except UnicodeEncodeError as error:
             raise ToolError(
                 f"content cannot be saved as UTF-8 ({error.reason} at character {error.start}); {shown} was not changed"
@@ -133,7 +133,7 @@ def _entry(path: Path) -> str:
     return f"{path.name} (not a regular file)"
 
 
-def _atomic_write(target: Path, content: str) -> None:
+def atomic_write(target: Path, content: str) -> None:
     """Write to a temporary file next to `target`, then rename it over `target`; on failure leave no trace."""
     mode = stat.S_IMODE(os.stat(target).st_mode) if target.is_file() else 0o644
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
