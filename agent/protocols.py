@@ -69,7 +69,8 @@ class PromptProtocol:
         try:
             value = parse_action(reply.content, self.schema, reply.finish_reason).value
         except ParseError as error:
-            reask = prompts.render("reask", kind=error.kind, problem=error.message)
+            reask = prompts.render("reask", kind=error.kind, problem=error.message,
+                                   expected=prompts.load("action_format"))
             failed = {"role": "assistant", "content": reply.content or ""}
             return FormatError(error.kind, error.message, [failed, {"role": "user", "content": reask}])
         message = {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)}
@@ -137,7 +138,7 @@ class NativeProtocol:
     def _reask(self, reply: Reply, kind: str, problem: str) -> FormatError:
         return FormatError(kind, problem, [
             {"role": "assistant", "content": reply.content or ""},
-            {"role": "user", "content": f"Your last reply could not be used ({kind}): {problem}"},
+            {"role": "user", "content": prompts.render("reask", kind=kind, problem=problem, expected="").strip()},
         ])
 
     def results(self, calls: list[Call], texts: list[str]) -> list[dict]:
