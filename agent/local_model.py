@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from agent.config import ConfigError
-from agent.model import ModelError, Reply
+from agent.model import ModelError, Reply, tool_call
 from agent.model_files import EMBEDDED, cache_dir, embedded_model, user_model
 
 MAX_TOKENS = 512
@@ -150,7 +150,7 @@ def _find_tool_calls(content: str, names: set[str]) -> tuple[str | None, list[di
         return content, []
     if (isinstance(value, dict) and isinstance(value.get("name"), str) and value["name"] in names
             and isinstance(value.get("arguments", {}), dict)):
-        return None, [_openai_call(value["name"], value.get("arguments", {}), 1)]
+        return None, [tool_call("call_1", value["name"], value.get("arguments", {}))]
     return content, []
 
 
@@ -158,13 +158,7 @@ def _tool_call(text: str, number: int) -> dict:
     """One ``{"name": ..., "arguments": {...}}`` text in OpenAI form; a malformed one is passed on as it is."""
     try:
         call = json.loads(text)
-        return _openai_call(call["name"], call.get("arguments", {}), number)
+        return tool_call(f"call_{number}", str(call["name"]), call.get("arguments", {}))
     except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
         named = TOOL_NAME.search(text)
-        return _openai_call(named.group(1) if named else "", text, number)
-
-
-def _openai_call(name, arguments, number: int) -> dict:
-    if not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    return {"id": f"call_{number}", "type": "function", "function": {"name": str(name), "arguments": arguments}}
+        return tool_call(f"call_{number}", named.group(1) if named else "", text)

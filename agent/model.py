@@ -1,6 +1,7 @@
 """The model interface every backend implements, and a scripted model for tests and demos."""
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -20,6 +21,13 @@ class Reply:
     tool_calls: list[dict] = field(default_factory=list)
     finish_reason: str | None = "stop"
     usage: dict | None = None
+
+
+def tool_call(id: str, name: str, arguments) -> dict:
+    """One tool call in OpenAI format; arguments that are not JSON text yet are encoded."""
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 class ModelError(Exception):

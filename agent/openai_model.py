@@ -7,12 +7,10 @@ is waited exactly, one of 0 falls back to the backoff, and one above 120s stops 
 """
 from __future__ import annotations
 
-import json
-
 import openai
 
 from agent.config import DEFAULT_BASE_URL
-from agent.model import ModelError, Reply
+from agent.model import ModelError, Reply, tool_call
 
 
 class OpenAIModel:
@@ -82,14 +80,8 @@ class OpenAIModel:
 
 
 def _tool_calls(calls) -> list[dict]:
-    result = []
-    for number, call in enumerate(calls or [], 1):
-        arguments = call.function.arguments
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments)
-        result.append({"id": call.id or f"call_{number}", "type": "function",
-                       "function": {"name": call.function.name, "arguments": arguments}})
-    return result
+    return [tool_call(call.id or f"call_{number}", call.function.name, call.function.arguments)
+            for number, call in enumerate(calls or [], 1)]
 
 
 def _retries_taken(err: openai.APIError, default: int) -> int:
