@@ -1,0 +1,25 @@
+"""Text from outside (a model, a server, a file) made safe to keep, send, write and show."""
+from __future__ import annotations
+
+import re
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides that reorder what is shown
+_UNSAFE_ON_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def scrub(value):
+    """``value`` with every lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD, in nested data too."""
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {scrub(key): scrub(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    return value
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with control and escape sequences shown as ``\\x1b``-style escapes instead of acted on."""
+    text = scrub(text)
+    return _UNSAFE_ON_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
