@@ -1,9 +1,13 @@
 import os
+import shutil
+import tempfile
 
 import pytest
 
 from tools import Registry
-from tools.files import MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_WRITE_CHARS, file_tools
+from tools.files import MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_WRITE_CHARS, atomic_write, file_tools
+
+NOBODY = 65534
 
 
 @pytest.fixture
@@ -165,3 +169,157 @@ def test_list_dir_errors(files, ws):
     (ws / "a.txt").write_text("x")
     assert files("list_dir", path="nope") == 'error: folder not found: nope (use list_dir(".") to see the workspace)'
     assert files("list_dir", path="a.txt") == "error: a.txt is a file, not a folder; use read_file to read it"
+
+
+def test_list_dir_hides_what_links_outside_point_to(files, ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("12345678")
+    (ws / "real.txt").write_text("abc")
+    (ws / "alias.txt").symlink_to(ws / "real.txt")
+    (ws / "out.txt").symlink_to(outside / "secret.txt")
+    (ws / "outdir").symlink_to(outside, target_is_directory=True)
+    (ws / "out_missing").symlink_to(outside / "missing.txt")
+    (ws / "hop").symlink_to(ws / "out.txt")
+    (ws / "loop").symlink_to(ws / "loop")
+    (ws / "dangling").symlink_to(ws / "missing.txt")
+    assert files("list_dir").splitlines() == [
+        "alias.txt (3 bytes)",
+        "dangling (broken link)",
+        "hop -> (outside the workspace)",
+        "loop (broken link)",
+        "out.txt -> (outside the workspace)",
+        "out_missing -> (outside the workspace)",
+        "outdir -> (outside the workspace)",
+        "real.txt (3 bytes)",
+    ]
+
+
+def test_write_leaves_a_read_only_file_unchanged(files, ws):
+    """Renaming over a file needs only the folder's permission: the file's own permission is checked first."""
+    sandbox = tempfile.mkdtemp()  # tmp_path sits in a folder only root may enter
+    try:
+        space = os.path.join(sandbox, "ws")
+        os.mkdir(space)
+        with open(os.path.join(space, "ro.txt"), "w") as file:
+            file.write("old")
+        os.chmod(os.path.join(space, "ro.txt"), 0o444)
+        registry = Registry(file_tools(space))
+        if os.geteuid() == 0:  # root may write any file: drop to nobody, who owns the folder and the file
+            for path in (sandbox, space, os.path.join(space, "ro.txt")):
+                os.chown(path, NOBODY, NOBODY)
+            text = _as_nobody(lambda: registry.call("write_file", {"path": "ro.txt", "content": "new"}).text)
+        else:
+            text = registry.call("write_file", {"path": "ro.txt", "content": "new"}).text
+        assert text == (
+            "error: cannot write ro.txt: the file is read-only for this user; "
+            "it was not changed (write to another file)"
+        )
+        with open(os.path.join(space, "ro.txt")) as file:
+            assert file.read() == "old"
+        assert os.listdir(space) == ["ro.txt"]
+    finally:
+        shutil.rmtree(sandbox)
+
+
+def _as_nobody(function):
+    """The text `function` returns when run by the user nobody in a forked child."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(write_end, function().encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        text = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0, "the child running as nobody failed"
+    return text
+
+
+def test_atomic_write_refuses_a_read_only_file_for_other_users(tmp_path):
+    target = tmp_path / "report.json"
+    target.write_text("old")
+    target.chmod(0o444)
+    if os.geteuid() == 0:
+        atomic_write(target, "new")  # root may write a read-only file, with or without the rename
+        assert target.read_text() == "new"
+    else:
+        with pytest.raises(PermissionError):
+            atomic_write(target, "new")
+        assert target.read_text() == "old"
+
+
+def test_names_up_to_the_limit_work(files, ws):
+    for name in ["x" * 255, "é" * 127 + "x"]:  # 255 bytes each
+        assert files("write_file", path=name, content="ok") == f"wrote 2 characters to {name}"
+        assert files("read_file", path=name) == "ok"
+    assert files("list_dir").splitlines() == ["x" * 255 + " (2 bytes)", "é" * 127 + "x (2 bytes)"]
+    assert files("write_file", path="x" * 255, content="again") == f"wrote 5 characters to {'x' * 255}"
+    assert sorted(p.name for p in ws.iterdir()) == ["x" * 255, "é" * 127 + "x"]
+
+
+@pytest.mark.parametrize("tool_name", ["read_file", "write_file", "list_dir"])
+@pytest.mark.parametrize(
+    "path",
+    ["x" * 256, "é" * 128, "new/" + "x" * 256 + "/f.txt", "new/deeper/" + "x" * 300],
+    ids=["256-bytes", "256-bytes-accented", "long-folder", "long-file-in-new-folders"],
+)
+def test_names_over_the_limit_are_refused_clearly(files, ws, tool_name, path):
+    arguments = {"path": path, "content": "x"} if tool_name == "write_file" else {"path": path}
+    text = files(tool_name, **arguments)
+    long_name = next(part for part in path.split("/") if len(part.encode()) > 255)
+    assert text == (
+        f"error: name too long: {long_name[:40]!r}... is {len(long_name.encode())} bytes "
+        "(the limit is 255 bytes per file or folder name); use a shorter name"
+    )
+    assert list(ws.iterdir()) == []
+
+
+def test_a_failed_write_removes_the_folders_it_created(files, ws):
+    text = files("write_file", path="a/b/c/f.txt", content="bad \ud800")
+    assert text.startswith("error: content cannot be saved as UTF-8")
+    assert list(ws.iterdir()) == []
+
+
+def test_a_failed_write_keeps_the_folders_that_existed(files, ws):
+    (ws / "a").mkdir()
+    (ws / "a" / "keep.txt").write_text("x")
+    text = files("write_file", path="a/b/c/f.txt", content="bad \ud800")
+    assert text.startswith("error: content cannot be saved as UTF-8")
+    assert sorted(str(p.relative_to(ws)) for p in ws.rglob("*")) == ["a", "a/keep.txt"]
+
+
+def test_a_folder_that_cannot_be_created(files, ws):
+    (ws / "a.txt").write_text("x")
+    text = files("write_file", path="a.txt/new/f.txt", content="x")
+    assert text == "error: cannot create the folder a.txt/new: Not a directory; nothing was written"
+    assert sorted(p.name for p in ws.iterdir()) == ["a.txt"]
+
+
+def test_paths_with_lone_surrogates(files, ws):
+    assert files("write_file", path="caf\udce9.txt", content="x") == "wrote 1 characters to caf\udce9.txt"
+    assert (ws / os.fsdecode(b"caf\xe9.txt")).exists()
+    assert files("read_file", path="bad\ud800.txt") == (
+        "error: path contains characters that cannot be a file name (lone surrogates); use plain text"
+    )
+
+
+@pytest.mark.parametrize("tool_name", ["read_file", "write_file", "list_dir"])
+def test_a_path_longer_than_the_system_allows_is_refused_clearly(files, ws, tool_name):
+    path = "/".join(["x" * 255] * 20)
+    arguments = {"path": path, "content": "x"} if tool_name == "write_file" else {"path": path}
+    total = len(os.fsencode(ws / path))
+    assert files(tool_name, **arguments) == (
+        f"error: path too long: {total:,} bytes with the workspace folder (the limit is 4,096 bytes); "
+        "use a shorter path"
+    )
+    assert list(ws.iterdir()) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from typing import Callable, Union
 
 from .registry import ToolError, tool
@@ -14,12 +15,22 @@ Number = Union[int, float]
 MAX_LENGTH = 500
 MAX_NESTING = 50
 MAX_DEPTH = 250
-MAX_DIGITS = 4000
-MAX_BITS = int(MAX_DIGITS * math.log2(10))
-MAX_FACTORIAL = 1000
+MAX_DIGITS = 4000  # for every integer, typed or computed; below Python's own int-to-str limit (4300 by default)
+_LIMIT = 10**MAX_DIGITS  # the smallest integer with too many digits
+MAX_BITS = _LIMIT.bit_length()  # an integer with more bits has too many digits
 
 _ALLOWED = "use numbers, + - * / // % **, parentheses, math functions like sqrt(2) and the constants pi, e, tau"
-_SYMBOLS = {"×": "*", "·": "*", "⋅": "*", "÷": "/", "−": "-", "–": "-", "^": "**", "²": "**2", "³": "**3"}
+_SYMBOLS = {"×": "*", "·": "*", "⋅": "*", "÷": "/", "−": "-", "–": "-", "^": "**"}
+_SUPERSCRIPT = re.compile("⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+_SUPERSCRIPT_DIGITS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+_TOO_MANY_DIGITS = (
+    f"result too large (more than {MAX_DIGITS:,} digits); for numbers this big work with logarithms, "
+    "like 5000*log10(7) for log10(7**5000)"
+)
+_UNDERFLOW = (
+    "result too small for a floating-point number: it would be rounded to 0 (the smallest is about 5e-324); "
+    "rescale the numbers or work with logarithms"
+)
 _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 _NODE_NAMES = {
     ast.Compare: "a comparison",
@@ -51,17 +62,22 @@ _OPERATOR_SYMBOLS = {
 
 
 def _power(base: Number, exponent: Number) -> Number:
-    """`base ** exponent`, refusing an integer result too large to compute before computing it."""
-    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
-        digits = exponent * math.log10(abs(base))
-        if digits > MAX_DIGITS:
-            raise ToolError(f"result too large: about {digits:,.0f} digits (the limit is {MAX_DIGITS:,} digits)")
+    """`base ** exponent`; an integer power far out of range is refused before it is computed."""
+    if isinstance(base, int) and isinstance(exponent, int):
+        if abs(base) > 1:
+            digits = abs(exponent) * math.log10(abs(base)) if abs(exponent) <= MAX_BITS else math.inf
+            if exponent > 0 and digits > MAX_DIGITS + 1:
+                raise ToolError(_TOO_MANY_DIGITS)
+            if exponent < 0 and digits > 400:  # far below the smallest float, about 5e-324
+                raise ToolError(_UNDERFLOW)
+        if exponent < 0:
+            return 1 / base**-exponent  # correctly rounded, where float(base) ** exponent could overflow
     return base**exponent
 
 
 def _factorial(n: Number) -> int:
-    if n > MAX_FACTORIAL:
-        raise ToolError(f"factorial argument too large: {n} (the limit is {MAX_FACTORIAL})")
+    if isinstance(n, int) and (n > MAX_BITS or n > 1 and math.lgamma(n + 1) / math.log(10) > MAX_DIGITS + 1):
+        raise ToolError(_TOO_MANY_DIGITS)
     return math.factorial(n)
 
 
@@ -81,6 +97,8 @@ _BINARY: dict[type, Callable[[Number, Number], Number]] = {
     ast.Pow: _power,
 }
 _UNARY: dict[type, Callable[[Number], Number]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+_NEVER_ZERO = {operator.mul, operator.truediv, _power, math.exp}  # a zero result from non-zero arguments is underflow
 
 _ONE_ARGUMENT = (
     "sqrt sin cos tan asin acos atan sinh cosh tanh log10 log2 exp floor ceil fabs degrees radians".split()
@@ -109,6 +127,7 @@ def evaluate(expression: str) -> Number:
     _check_nesting(text)
     try:
         tree = ast.parse(text, mode="eval")
+        _check_float_literals(tree, text)
         return _eval(tree.body, 0)
     except SyntaxError as error:
         index = min(max((error.offset or 1) - 1, 0), len(origin))
@@ -121,13 +140,21 @@ def evaluate(expression: str) -> Number:
 
 
 def _normalize(expression: str) -> tuple[str, list[int]]:
-    """Replace typed symbols (× ÷ − ^ ²) by Python operators; also return each character's original index."""
+    """Replace typed symbols (× ÷ − ^ ²³) by Python operators; also return each character's original index."""
     chars: list[str] = []
     origin: list[int] = []
-    for index, char in enumerate(expression):
-        replacement = " " if char.isspace() else _SYMBOLS.get(char, char)
+    index = 0
+    while index < len(expression):
+        superscript = _SUPERSCRIPT.match(expression, index)
+        if superscript:  # a run like ²³ or ⁻¹ is one exponent
+            exponent = int(superscript.group().translate(_SUPERSCRIPT_DIGITS))  # ⁰¹ is 1
+            replacement, end = f"**{exponent}", superscript.end()
+        else:
+            char = expression[index]
+            replacement, end = " " if char.isspace() else _SYMBOLS.get(char, char), index + 1
         chars.append(replacement)
         origin.extend([index] * len(replacement))
+        index = end
     text = "".join(chars)
     start = len(text) - len(text.lstrip())
     return text.strip(), origin[start : start + len(text.strip())]
@@ -143,6 +170,15 @@ def _check_nesting(text: str) -> None:
             depth -= 1
     if deepest > MAX_NESTING:
         raise ToolError(f"expression nested too deeply (more than {MAX_NESTING} levels of parentheses)")
+
+
+def _check_float_literals(tree: ast.AST, text: str) -> None:
+    """Refuse a literal like 1e-400 that is not zero but reads as 0.0."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value == 0 and isinstance(node.value, float):
+            mantissa = (ast.get_source_segment(text, node) or "").lower().partition("e")[0]
+            if any(digit in mantissa for digit in "123456789"):
+                raise ToolError(_UNDERFLOW)
 
 
 def _eval(node: ast.AST, depth: int) -> Number:
@@ -206,11 +242,14 @@ def _call(node: ast.Call, depth: int) -> Number:
 
 def _apply(function: Callable[..., Number], *args: Number) -> Number:
     try:
-        return _checked(function(*args))
+        result = _checked(function(*args))
     except ZeroDivisionError:
         raise ToolError("division by zero") from None
     except OverflowError:
         raise ToolError("result too large for a floating-point number (the limit is about 1.8e308)") from None
+    if result == 0 and function in _NEVER_ZERO and all(args):
+        raise ToolError(_UNDERFLOW)
+    return result
 
 
 def _checked(value: Number) -> Number:
@@ -219,8 +258,8 @@ def _checked(value: Number) -> Number:
         raise ToolError("the result is not a real number (e.g. a fractional power of a negative number)")
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolError("result too large for a floating-point number (the limit is about 1.8e308)")
-    if isinstance(value, int) and value.bit_length() > MAX_BITS:
-        raise ToolError(f"result too large (more than {MAX_DIGITS:,} digits)")
+    if isinstance(value, int) and abs(value) >= _LIMIT:
+        raise ToolError(_TOO_MANY_DIGITS)
     return value
 
 

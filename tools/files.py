@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -13,6 +14,8 @@ from .registry import Tool, ToolError, tool
 MAX_READ_BYTES = 1_000_000
 MAX_WRITE_CHARS = 1_000_000
 MAX_LIST_ENTRIES = 200
+NAME_MAX = 255  # bytes in one file or folder name, when the file system does not say
+PATH_MAX = 4096  # bytes in a whole path, likewise
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -25,18 +28,47 @@ class Workspace:
         if not path.is_dir():
             raise ValueError(f"workspace folder {str(path)!r} does not exist or is not a folder; create it first")
         self.root = path.resolve()
+        self.name_max = _pathconf(self.root, "PC_NAME_MAX", NAME_MAX)
+        self.path_max = _pathconf(self.root, "PC_PATH_MAX", PATH_MAX)
 
     def resolve(self, path: str) -> Path:
         """The real path for `path` (relative to the workspace, or absolute inside it)."""
         if "\0" in path:
             raise ToolError("path contains a null byte; use a plain relative path like notes.txt")
         try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            raise ToolError(
+                "path contains characters that cannot be a file name (lone surrogates); use plain text"
+            ) from None
+        try:
             resolved = (self.root / path).resolve()
         except (OSError, RuntimeError) as error:
             raise ToolError(f"cannot resolve path {path!r}: {error}") from None
-        if resolved != self.root and self.root not in resolved.parents:
+        if not self.contains(resolved):
             raise ToolError(f"path {path!r} is outside the workspace; use a path inside it, like notes.txt")
+        self._require_short(resolved)
         return resolved
+
+    def _require_short(self, resolved: Path) -> None:
+        """Refuse names and paths the file system could not hold, before anything is created."""
+        for name in resolved.relative_to(self.root).parts:
+            size = len(os.fsencode(name))
+            if size > self.name_max:
+                raise ToolError(
+                    f"name too long: {name[:40]!r}... is {size} bytes "
+                    f"(the limit is {self.name_max} bytes per file or folder name); use a shorter name"
+                )
+        size = len(os.fsencode(resolved))
+        if size >= self.path_max:
+            raise ToolError(
+                f"path too long: {size:,} bytes with the workspace folder (the limit is {self.path_max:,} bytes); "
+                "use a shorter path"
+            )
+
+    def contains(self, resolved: Path) -> bool:
+        """Whether a resolved path is the workspace or inside it (path semantics, not a string prefix)."""
+        return resolved == self.root or self.root in resolved.parents
 
     def show(self, resolved: Path) -> str:
         """A resolved path as shown to the model: relative to the workspace."""
@@ -68,20 +100,29 @@ class Workspace:
                 f"content too large ({len(content):,} characters; the limit is {MAX_WRITE_CHARS:,}); "
                 "split it into several files"
             )
-        if target.is_dir():
+        if os.path.isdir(target):
             raise ToolError(f"{shown} is a directory; choose a file name inside it, like {shown}/notes.txt")
+        missing = []  # the folders to create, outermost first; removed again if the write fails
+        folder = target.parent
+        while not os.path.exists(folder):
+            missing.insert(0, folder)
+            folder = folder.parent
+        created: list[Path] = []
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise ToolError(f"cannot create the folder {self.show(target.parent)}: {error.strerror}") from None
-        try:
-            atomic_write(target, content)
-        except UnicodeEncodeError as error:
-            raise ToolError(
-                f"content cannot be saved as UTF-8 ({error.reason} at character {error.start}); {shown} was not changed"
-            ) from None
-        except OSError as error:
-            raise ToolError(f"cannot write {shown}: {error.strerror or error}; the file was not changed") from None
+            for folder in missing:
+                try:
+                    folder.mkdir()
+                except OSError as error:
+                    raise ToolError(
+                        f"cannot create the folder {self.show(folder)}: {error.strerror}; nothing was written"
+                    ) from None
+                created.append(folder)
+            _write(target, shown, content)
+        except BaseException:
+            for folder in reversed(created):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            raise
         return f"wrote {len(content)} characters to {shown}"
 
     def list_dir(self, path: str = ".") -> str:
@@ -96,10 +137,27 @@ class Workspace:
             raise ToolError(f"cannot list {shown}: {error.strerror}") from None
         if not names:
             return "(empty folder)"
-        lines = [_entry(target / name) for name in names[:MAX_LIST_ENTRIES]]
+        lines = [self._entry(target / name) for name in names[:MAX_LIST_ENTRIES]]
         if len(names) > MAX_LIST_ENTRIES:
             lines.append(f"... and {len(names) - MAX_LIST_ENTRIES} more entries")
         return "\n".join(lines)
+
+    def _entry(self, path: Path) -> str:
+        """One list_dir line: 'name/' for a folder, 'name (N bytes)' for a file.
+
+        A link that leads outside the workspace is marked and nothing is said of its target.
+        """
+        try:
+            if not self.contains(path.resolve()):
+                return f"{path.name} -> (outside the workspace)"
+            info = os.stat(path)
+        except (OSError, RuntimeError):
+            return f"{path.name} (broken link)"
+        if stat.S_ISDIR(info.st_mode):
+            return f"{path.name}/"
+        if stat.S_ISREG(info.st_mode):
+            return f"{path.name} ({info.st_size:,} bytes)"
+        return f"{path.name} (not a regular file)"
 
     def _stat(self, target: Path, missing: str) -> os.stat_result:
         try:
@@ -108,6 +166,26 @@ class Workspace:
             raise ToolError(missing) from None
         except OSError as error:
             raise ToolError(f"cannot access {self.show(target)}: {error.strerror}") from None
+
+
+def _pathconf(path: Path, name: str, default: int) -> int:
+    try:
+        return os.pathconf(path, name)
+    except (OSError, ValueError):
+        return default
+
+
+def _write(target: Path, shown: str, content: str) -> None:
+    try:
+        atomic_write(target, content)
+    except UnicodeEncodeError as error:
+        raise ToolError(
+            f"content cannot be saved as UTF-8 ({error.reason} at character {error.start}); {shown} was not changed"
+        ) from None
+    except PermissionError as error:
+        raise ToolError(f"cannot write {shown}: {error.strerror}; it was not changed (write to another file)") from None
+    except OSError as error:
+        raise ToolError(f"cannot write {shown}: {error.strerror or error}; the file was not changed") from None
 
 
 def _require_regular(mode: int, shown: str) -> None:
@@ -120,23 +198,17 @@ def _require_small(size: int, shown: str) -> None:
         raise ToolError(f"{shown} is too large to read ({size:,} bytes; the limit is {MAX_READ_BYTES:,} bytes)")
 
 
-def _entry(path: Path) -> str:
-    """One list_dir line: 'name/' for a folder, 'name (N bytes)' for a file."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return f"{path.name} (broken link)"
-    if stat.S_ISDIR(info.st_mode):
-        return f"{path.name}/"
-    if stat.S_ISREG(info.st_mode):
-        return f"{path.name} ({info.st_size:,} bytes)"
-    return f"{path.name} (not a regular file)"
-
-
 def atomic_write(target: Path, content: str) -> None:
-    """Write to a temporary file next to `target`, then rename it over `target`; on failure leave no trace."""
-    mode = stat.S_IMODE(os.stat(target).st_mode) if target.is_file() else 0o644
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    """Write to a temporary file next to `target`, then rename it over `target`; on failure leave no trace.
+
+    A file the user may not write is refused (PermissionError), though the rename alone would replace it.
+    """
+    mode = 0o644
+    if target.is_file():
+        if not os.access(target, os.W_OK):
+            raise PermissionError(errno.EACCES, "the file is read-only for this user", str(target))
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp")  # short: the target's name may be at the limit
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
             file.write(content)
@@ -163,6 +235,7 @@ def file_tools(workspace: str | os.PathLike) -> list[Tool]:
         tool(
             space.list_dir,
             name="list_dir",
-            description="List a workspace folder (default: the top one); sub-folders end with '/', files show their size.",
+            description="List a workspace folder (default: the top one); sub-folders end with '/', "
+            "files show their size, links that lead outside the workspace are marked '-> (outside the workspace)' and cannot be used.",
         ),
     ]
