@@ -6,9 +6,17 @@
 
     result = Agent(OpenAIModel("gpt-4o-mini"), builtin_registry(".")).run("What is 2**64?")
 """
-from agent.loop import Agent, RunResult, Settings
-from agent.model import Model, ModelError, Reply, ScriptedModel
-from agent.protocols import NativeProtocol, PromptProtocol
+from importlib import import_module
 
-__all__ = ["Agent", "RunResult", "Settings", "Model", "ModelError", "Reply", "ScriptedModel",
-           "NativeProtocol", "PromptProtocol"]
+_HOMES = {"Agent": "agent.loop", "RunResult": "agent.loop", "Settings": "agent.loop",
+          "Model": "agent.model", "ModelError": "agent.model", "Reply": "agent.model", "ScriptedModel": "agent.model",
+          "NativeProtocol": "agent.protocols", "PromptProtocol": "agent.protocols"}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str):
+    """Imported on first use, so that `agent` on the command line starts fast (and Ctrl-C there is clean)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'agent' has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

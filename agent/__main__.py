@@ -1,5 +1,15 @@
+"""`python -m agent` and the `agent` command; Ctrl-C while it is still starting up ends quietly, like later."""
 import sys
 
-from agent.cli import main
 
-sys.exit(main())
+def run() -> int:
+    try:
+        from agent.cli import main
+    except KeyboardInterrupt:
+        print("agent: interrupted", file=sys.stderr)
+        return 130
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -3,29 +3,38 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from agent.config import ConfigError, Endpoint, resolve_endpoint
-from agent.loop import Agent, RunResult, Settings
-from agent.protocols import NativeProtocol, PromptProtocol
-from agent.trace import Trace, fan_out
+from typing import TYPE_CHECKING
 
-EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "interrupted": 130}
+from agent.config import ConfigError, Endpoint, Environment, resolve_endpoint
+from agent.text import for_terminal, scrub
+
+if TYPE_CHECKING:  # the rest is imported when a command runs, so Ctrl-C at start-up is handled like any other
+    from agent.loop import RunResult, Settings
+    from agent.trace import Trace
+
+EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "error": 4,
+              "interrupted": 130}
 USAGE_ERROR = 2
 LOCAL_HISTORY_CHARS = 18_000  # about 6,000 tokens: leaves room in the local model's 8,192 for the reply
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    for stream in (sys.stdout, sys.stderr):  # text that cannot be encoded is shown replaced, not a crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     try:
         if argv[:1] == ["tools"]:
             return tools_command(argv[1:])
         if argv[:1] == ["eval"]:
             from agent.evaluation import eval_command
-            return eval_command(argv[1:], os.environ)
+            return eval_command(argv[1:])
         return run_command(argv)
     except ConfigError as error:
         print(f"agent: {error}", file=sys.stderr)
@@ -42,8 +51,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key", help="API key (env AGENT_API_KEY, OPENAI_API_KEY); not needed for local servers")
     group.add_argument("--model", help="model name (env AGENT_MODEL)")
     group.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
-                       help="per request, default 60")
-    group.add_argument("--temperature", type=float, help="sent only when given")
+                       help="for a whole request, default 60")
+    group.add_argument("--temperature", type=temperature, help="sent only when given")
     group.add_argument("--local", action="store_true", help="use the embedded local model (the `local` extra)")
     group.add_argument("--model-path", help="a GGUF file for the local model (env AGENT_MODEL_PATH)")
     group.add_argument("--constrain", action=argparse.BooleanOptionalAction,
@@ -69,9 +78,22 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds more than 0, got {text}")
     return value
+
+
+def temperature(text: str) -> float:
+    value = float(text)
+    if not (0 <= value <= 2):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 2, got {text}")
+    return value
+
+
+def folder(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, like . for the current one")
+    return text
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -81,7 +103,8 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("task", help="what the agent should do")
     parser.add_argument("--protocol", choices=["prompt", "native"], default="prompt",
                         help="prompt: JSON actions in the text (default); native: the API's tool calls")
-    parser.add_argument("--workspace", default=".", metavar="DIR", help="folder the file tools may use, default .")
+    parser.add_argument("--workspace", type=folder, default=".", metavar="DIR",
+                        help="folder the file tools may use, default .")
     parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="print only the answer (and errors)")
@@ -92,11 +115,14 @@ def run_parser() -> argparse.ArgumentParser:
 
 def run_command(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
-    load_dotenv()
+    env = environment()
     registry = builtin_tools(args.workspace)
-    endpoint = choose_endpoint(args, os.environ)
+    endpoint = choose_endpoint(args, env)
     local = endpoint is None
-    agent = Agent(build_model(args, endpoint, os.environ), registry,
+    from agent.loop import Agent
+    from agent.trace import fan_out
+
+    agent = Agent(build_model(args, endpoint, env), registry,
                   build_protocol(args.protocol, registry, args, local), settings_from(args, local))
     listeners = [] if args.quiet or args.json else [Progress()]
     trace = open_trace(args.trace) if args.trace else None
@@ -111,6 +137,8 @@ def run_command(argv: list[str]) -> int:
 
 
 def open_trace(path: str) -> Trace:
+    from agent.trace import Trace
+
     try:
         return Trace(path)
     except OSError as error:
@@ -120,11 +148,11 @@ def open_trace(path: str) -> Trace:
 
 def report(result: RunResult, args) -> None:
     if args.json:
-        print(json.dumps(asdict(result), ensure_ascii=False, indent=2))
-    elif result.status == "final":
-        print(result.answer)
+        print(json.dumps(scrub(asdict(result)), ensure_ascii=False, indent=2))
+    elif result.answer is not None:  # also when the run failed after answering (its trace could not be written)
+        print(for_terminal(result.answer) if sys.stdout.isatty() else scrub(result.answer))
     if result.status != "final":
-        print(f"agent: {result.status}: {result.error}", file=sys.stderr)
+        print(f"agent: {result.status}: {for_terminal(result.error or 'no reason recorded')}", file=sys.stderr)
     if not (args.quiet or args.json):
         print(summary_line(result), file=sys.stderr)
 
@@ -156,7 +184,7 @@ class Progress:
 
 def short(value, width: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = for_terminal(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -169,11 +197,16 @@ def tools_command(argv: list[str]) -> int:
     return 0
 
 
-def load_dotenv() -> None:
-    """Load ./.env without overriding variables already set."""
-    from dotenv import load_dotenv as load
+def environment() -> Environment:
+    """The process environment, and ./.env beneath it (read, never loaded into the process)."""
+    from dotenv import dotenv_values
 
-    load(Path.cwd() / ".env", override=False)
+    path = Path.cwd() / ".env"
+    try:
+        values = dotenv_values(path) if path.is_file() else {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path} ({error}); fix or remove the file") from error
+    return Environment(os.environ, values)
 
 
 def builtin_tools(workspace: str):
@@ -185,6 +218,8 @@ def builtin_tools(workspace: str):
 
 
 def settings_from(args, local: bool) -> Settings:
+    from agent.loop import Settings
+
     history = args.max_history or (LOCAL_HISTORY_CHARS if local else None)
     return Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
                     max_history_chars=history)
@@ -196,6 +231,8 @@ def constrained(args, local: bool) -> bool:
 
 
 def build_protocol(name: str, registry, args, local: bool):
+    from agent.protocols import NativeProtocol, PromptProtocol
+
     if name == "native":
         if args.constrain:
             raise ConfigError("--constrain applies to the prompt protocol only; drop it or use --protocol prompt")
@@ -205,7 +242,12 @@ def build_protocol(name: str, registry, args, local: bool):
 
 def choose_endpoint(args, env) -> Endpoint | None:
     """The endpoint the flags and the environment name; None means the embedded local model."""
-    return None if args.local else resolve_endpoint(env, args.base_url, args.api_key, args.model)
+    if args.local:
+        return None
+    endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)
+    if endpoint and endpoint.note:
+        print(f"agent: note: {endpoint.note}", file=sys.stderr)
+    return endpoint
 
 
 def build_model(args, endpoint: Endpoint | None, env):

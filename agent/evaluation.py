@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from agent.cli import (ConfigError, add_model_options, build_model, choose_endpoint, constrained, load_dotenv,
+from agent.cli import (ConfigError, add_model_options, build_model, choose_endpoint, constrained, environment,
                        plural, positive_int, settings_from)
 from agent.config import DEFAULT_BASE_URL, Endpoint
 from agent.loop import Agent, RunResult, Settings
@@ -192,11 +192,11 @@ def eval_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def eval_command(argv: list[str], env) -> int:
+def eval_command(argv: list[str]) -> int:
     args = eval_parser().parse_args(argv)
-    load_dotenv()
-    if args.out and not Path(args.out).resolve().parent.is_dir():
-        raise ConfigError(f"--out {args.out}: the folder does not exist")
+    env = environment()
+    if args.out:
+        check_out(args.out)
     tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
     names = list(dict.fromkeys(args.protocol or PROTOCOLS))
     if args.constrain and "prompt" not in names:
@@ -236,9 +236,20 @@ def eval_command(argv: list[str], env) -> int:
     return 0
 
 
+def check_out(path: str) -> None:
+    """--out must name a file that can be written once the evaluation is over."""
+    out = Path(path)
+    if out.is_dir() or path.endswith(("/", "\\")):
+        raise ConfigError(f"--out {path}: that is a folder; name a file, like --out {out / 'results.json'}")
+    if not out.resolve().parent.is_dir():
+        raise ConfigError(f"--out {path}: the folder {out.parent} does not exist; create it or choose another")
+
+
 def select(tasks: list[Task], ids: str | None, limit: int | None) -> list[Task]:
-    if ids:
+    if ids is not None:
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        if not wanted:
+            raise ConfigError(f"--tasks {ids!r} names no task; pass task ids separated by commas")
         unknown = sorted(set(wanted) - {t.id for t in tasks})
         if unknown:
             raise ConfigError(f"--tasks: no task {', '.join(unknown)} in the suite")

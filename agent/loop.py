@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 import prompts
 from agent.model import Model, ModelError, Reply
 from agent.protocols import Call, Final, FormatError, PromptProtocol
+from agent.text import scrub
+from agent.trace import TraceError
 
-STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted")
+STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted", "error")
 KEEP_SHORT = 200  # tool results this short are never dropped: it would save little
 
 
@@ -64,23 +66,31 @@ class Agent:
         self.emit = emit  # receives every trace event: emit(event, **data)
 
     def run(self, task: str) -> RunResult:
-        result = RunResult(status="error", protocol=self.protocol.name)
+        task, result = scrub(task), RunResult(status="error", protocol=self.protocol.name)
+        self._measured = (0, 0)  # how many messages of the history _compact has counted, and their size
         history = [{"role": "system", "content": self.protocol.system_prompt()},
                    {"role": "user", "content": task}]
         result.messages, started = history, time.monotonic()
-        self.emit("run_start", task=task, protocol=self.protocol.name, settings=asdict(self.settings))
         try:
+            self.emit("run_start", task=task, protocol=self.protocol.name, settings=asdict(self.settings))
             result.answer = self._loop(history, result)
             result.status = "final"
         except Stop as stop:
             result.status, result.error = stop.status, stop.error
         except ModelError as error:
-            result.status, result.error = "model_error", str(error)
+            result.status, result.error = "model_error", str(error) or "the model failed"
         except KeyboardInterrupt:
             result.status, result.error = "interrupted", "interrupted by the user"
+        except TraceError as error:
+            result.status, result.error = "error", str(error)
+        except Exception as error:  # a bug of the agent's own: recorded, not raised, so the trace ends cleanly
+            result.status, result.error = "error", f"internal error: {type(error).__name__}: {error}"
         finally:
             result.seconds = round(time.monotonic() - started, 3)
-            self.emit("run_end", **result.summary())
+            try:
+                self.emit("run_end", **result.summary())
+            except TraceError as error:  # the answer, if any, is kept: only the record of it failed
+                result.status, result.error = "error", str(error)
         return result
 
     def _loop(self, history: list[dict], result: RunResult) -> str:
@@ -115,8 +125,12 @@ class Agent:
         """Drop the oldest tool results until the history fits; the system prompt, the task and the
         latest step are kept whole."""
         limit = self.settings.max_history_chars
-        size = sum(len(m.get("content") or "") for m in history)
-        if limit is None or size <= limit:
+        if limit is None:
+            return
+        counted, size = self._measured if self._measured[0] <= len(history) else (0, 0)
+        size += sum(len(m.get("content") or "") for m in history[counted:])
+        self._measured = len(history), size
+        if size <= limit:
             return
         latest = max((i for i, m in enumerate(history) if m["role"] == "assistant"), default=0)
         for message in history[2:latest]:
@@ -125,6 +139,7 @@ class Agent:
                 size -= len(message["content"]) - len(note)
                 self.emit("compacted", dropped=len(message["content"]))
                 message["content"] = note
+        self._measured = len(history), size
 
     def _complete(self, messages: list[dict], result: RunResult) -> Reply:
         started = time.monotonic()
@@ -151,13 +166,19 @@ class Agent:
         if len(calls) == 1:
             outcomes = [self._run_call(calls[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-                outcomes = list(pool.map(self._run_call, calls))
+            pool = ThreadPoolExecutor(max_workers=len(calls))
+            try:
+                futures = pending = [pool.submit(self._run_call, call) for call in calls]
+                while pending:  # short waits: the main thread sees Ctrl-C whichever thread the signal reached
+                    pending = wait(pending, timeout=0.1).not_done
+                outcomes = [future.result() for future in futures]
+            finally:  # on Ctrl-C, stop waiting at once: the calls already running finish on their own
+                pool.shutdown(wait=False, cancel_futures=True)
         for call, (ok, _) in zip(calls, outcomes):
             result.tool_calls.append({"tool": call.tool, "arguments": call.arguments, "ok": ok})
             if call.error:
                 result.errors[call.error_kind] = result.errors.get(call.error_kind, 0) + 1
-        return [text for _, text in outcomes]
+        return [scrub(text) for _, text in outcomes]
 
     def _run_call(self, call: Call) -> tuple[bool, str]:
         self.emit("tool_call", tool=call.tool, arguments=call.arguments)

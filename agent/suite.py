@@ -105,13 +105,18 @@ def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> l
 
 def _parse_line(line: str, number: int, tool_names: set[str] | None) -> Task:
     try:
-        data = json.loads(line)
+        data = json.loads(line, parse_constant=_not_a_number, parse_float=_finite, parse_int=_integer)
+        error = best_match(_validator.iter_errors(data))
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON: {error.msg} (column {error.colno})") from None
-    error = best_match(_validator.iter_errors(data))
+    except RecursionError:
+        raise ValueError("nested too deeply; a task is a flat object of a few levels") from None
+    except ValueError as error:  # NaN, Infinity, a number too large
+        raise ValueError(f"not valid JSON: {error}") from None
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path)
-        raise ValueError(f"{at + ': ' if at else ''}{error.message}")
+        message = error.message if len(error.message) <= 200 else error.message[:199] + "…"
+        raise ValueError(f"{at + ': ' if at else ''}{message}")
     paths = list(data.get("files", {})) + list(data["checks"].get("file_equals", {}))
     for relative in paths:
         problem = unsafe_path(relative)
@@ -122,6 +127,23 @@ def _parse_line(line: str, number: int, tool_names: set[str] | None) -> Task:
     if unknown:
         raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names))}")
     return Task(data["id"], data["task"], data["checks"], data.get("files", {}), data.get("category", ""), number)
+
+
+def _not_a_number(word: str):
+    raise ValueError(f"{word} is not a JSON number; write a finite number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is too large; write a finite number")
+    return value
+
+
+def _integer(text: str) -> int:
+    if len(text) > 100:
+        raise ValueError(f"an integer of {len(text)} digits is too long; write at most 100")
+    return int(text)
 
 
 def unsafe_path(relative: str) -> str | None:

@@ -5,18 +5,36 @@ import json
 import time
 from typing import Callable
 
+from agent.text import scrub
+
+
+class TraceError(Exception):
+    """The trace file could not be written; ends the run, since it would no longer be recorded."""
+
 
 class Trace:
     def __init__(self, path):
+        self.path = path
         self.file = open(path, "w", encoding="utf-8")
+        self.failed: OSError | None = None
 
     def __call__(self, event: str, **data) -> None:
+        if self.failed:
+            return
         record = {"event": event, "time": round(time.time(), 3), **data}
-        self.file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self.file.flush()
+        try:
+            self.file.write(json.dumps(scrub(record), ensure_ascii=False, default=str) + "\n")
+            self.file.flush()
+        except OSError as error:
+            self.failed = error
+            raise TraceError(f"cannot write the trace file {self.path} ({error.strerror or error}); "
+                             "free some space or pass --trace FILE elsewhere") from error
 
     def close(self) -> None:
-        self.file.close()
+        try:
+            self.file.close()
+        except OSError as error:  # flushing what was buffered failed: the write already said so, or say it now
+            self.failed = self.failed or error
 
     def __enter__(self):
         return self

@@ -210,7 +210,7 @@ def test_runs_that_do_not_end_in_a_final_answer_fail_and_a_crash_is_recorded():
     assert [r["status"] for r in runs] == ["format_errors", "model_error", "error"]
     assert not any(r["passed"] for r in runs)
     assert runs[0]["errors"] == {"no_json": 4} and runs[0]["reasks"] == 3
-    assert runs[2]["error"] == "RuntimeError: boom"
+    assert runs[2]["error"] == "internal error: RuntimeError: boom"
 
 
 def test_workers_share_the_model_and_runs_come_back_in_task_order():
@@ -291,7 +291,7 @@ def test_eval_command_compares_both_protocols(server, tmp_path, monkeypatch, cap
     server.reply(final("The result is 14269."))
     server.reply(tool_calls=[{"name": "calculator", "arguments": {"expression": "128*96 + 45**2 - 88/2"}}])
     server.reply("14,269", usage=None)
-    code = eval_command(["--tasks", "calc-seed", "--out", "results.json", *endpoint(server)], {})
+    code = eval_command(["--tasks", "calc-seed", "--out", "results.json", *endpoint(server)])
     assert code == 0
     out, err = capsys.readouterr()
     assert "[1/2] prompt  calc-seed  pass  1 step" in err and "[2/2] native  calc-seed  pass  1 step" in err
@@ -321,7 +321,7 @@ def test_constrained_prompt_protocol_is_labelled_and_sent(server, tmp_path, monk
     monkeypatch.chdir(tmp_path)
     suite = suite_file(tmp_path, task(id="four", checks={"answer_number": 4}))
     server.reply(final("4"))
-    code = eval_command([suite, "--protocol", "prompt", "--constrain", "--quiet", "--markdown", *endpoint(server)], {})
+    code = eval_command([suite, "--protocol", "prompt", "--constrain", "--quiet", "--markdown", *endpoint(server)])
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
     assert out.splitlines()[0] == "|  | prompt+constrained |"
@@ -332,7 +332,7 @@ def test_every_run_failing_with_a_model_error_exits_3(server, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     server.error(401)
     server.error(401)
-    code = eval_command(["--limit", "1", "--quiet", *endpoint(server)], {})
+    code = eval_command(["--limit", "1", "--quiet", *endpoint(server)])
     out, err = capsys.readouterr()
     assert code == 3
     assert cells(out)["ended model_error"] == ["1", "1"]

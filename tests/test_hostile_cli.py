@@ -1,0 +1,263 @@
+"""What a hostile model, file, environment or user can throw at the `agent` command, and how each ends.
+
+Cleanly means: the documented exit code, one line on stderr that says what to do, no traceback, a complete
+trace (every line JSON, `run_end` last).
+"""
+import json
+import os
+import pty
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent import Agent, ScriptedModel, Settings
+from agent.cli import main
+from agent.protocols import PromptProtocol
+from agent.trace import Trace
+from tools import Registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def action(tool=None, answer=None, **arguments) -> str:
+    if tool is None:
+        return json.dumps({"type": "final", "answer": answer})
+    return json.dumps({"type": "tool_call", "tool": tool, "arguments": arguments})
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def child_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
+    return {**env, "PYTHONPATH": str(ROOT), **extra}
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def trace_events(path: Path) -> list[dict]:
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert events[-1]["event"] == "run_end"
+    return events
+
+
+# --- configuration mistakes: exit 2 before any request ------------------------------------------------
+
+@pytest.mark.parametrize("args, expected", [
+    (["--base-url", "ftp://127.0.0.1/v1"], "not an http:// or https:// URL"),
+    (["--base-url", "127.0.0.1:8080"], "not an http:// or https:// URL"),
+    (["--base-url", "http://"], "not an http:// or https:// URL"),
+    (["--base-url", "http://host:port/v1"], "not an http:// or https:// URL"),
+    (["--timeout", "inf"], "--timeout: must be a number of seconds"),
+    (["--timeout", "nan"], "--timeout: must be a number of seconds"),
+    (["--temperature", "nan"], "--temperature: must be a number from 0 to 2"),
+    (["--temperature", "-1"], "--temperature: must be a number from 0 to 2"),
+    (["--workspace", ""], "--workspace: must name a folder"),
+])
+def test_bad_flags_are_usage_errors_before_any_request(server, workspace, capsys, args, expected):
+    try:
+        code = main(["--base-url", server.url, "--model", "m", *args, "task"])
+    except SystemExit as exit:  # argparse's own way out
+        code = exit.code
+    err = capsys.readouterr().err
+    assert code == 2 and server.requests == []
+    assert expected in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name, value", [("AGENT_BASE_URL", "file:///etc/passwd"),
+                                         ("OPENAI_BASE_URL", "localhost:11434")])
+def test_a_bad_base_url_from_the_environment_names_its_source(workspace, capsys, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    assert main(["--model", "m", "task"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert repr(value) in line and "the environment" in line and "--base-url" in line
+
+
+def test_dotenv_never_beats_the_process_environment_across_families(server, workspace, capsys, monkeypatch):
+    (workspace / ".env").write_text("AGENT_BASE_URL=http://127.0.0.1:9/v1\nAGENT_MODEL=from-dotenv\n")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "task"]) == 0
+    assert server.requests[0]["body"]["model"] == "from-dotenv"  # .env still fills what the environment lacks
+    assert "AGENT_BASE_URL" not in os.environ  # read, never loaded into the process
+
+
+def test_a_key_from_the_environment_never_goes_to_a_base_url_from_dotenv(server, workspace, capsys, monkeypatch):
+    (workspace / ".env").write_text(f"AGENT_BASE_URL={server.url}\nAGENT_MODEL=m\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-secret")
+    server.reply(action(answer="ok"))
+    assert main(["task"]) == 0
+    err = capsys.readouterr().err
+    assert "sk-real-secret" not in json.dumps(server.requests[0]["headers"])
+    assert "not sent to" in err and "./.env" in err
+
+
+def test_a_key_beside_its_base_url_is_sent(server, workspace, capsys, monkeypatch):
+    (workspace / ".env").write_text("AGENT_API_KEY=sk-from-dotenv\nAGENT_MODEL=m\n")
+    monkeypatch.setenv("AGENT_BASE_URL", server.url)
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "task"]) == 0
+    assert server.requests[0]["headers"]["authorization"] == "Bearer sk-from-dotenv"
+
+
+def test_eval_out_naming_a_folder_is_refused_before_anything_runs(server, workspace, capsys):
+    (workspace / "results").mkdir()
+    code = main(["eval", "--out", "results", "--base-url", server.url, "--model", "m"])
+    line = one_line(capsys.readouterr().err)
+    assert code == 2 and server.requests == [] and "is a folder" in line
+
+
+def test_eval_tasks_naming_nothing_is_refused(server, workspace, capsys):
+    code = main(["eval", "--tasks", ",", "--base-url", server.url, "--model", "m"])
+    line = one_line(capsys.readouterr().err)
+    assert code == 2 and server.requests == [] and "names no task" in line
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("[" * 100_000, "nested too deeply"),
+    ('{"id": "a", "task": "t", "checks": {"answer_number": NaN}}', "NaN is not a JSON number"),
+    ('{"id": "a", "task": "t", "checks": {"answer_number": 1e999}}', "too large"),
+    ('{"id": "a", "task": "t", "checks": {"answer_number": -Infinity}}', "-Infinity is not a JSON number"),
+    ('{"id": "a", "task": "t", "checks": {"answer_number": 1' + "0" * 5000 + "}}", "too long"),
+])
+def test_hostile_suite_lines_are_usage_errors(server, workspace, capsys, line, expected):
+    (workspace / "suite.jsonl").write_text(line + "\n")
+    code = main(["eval", "suite.jsonl", "--base-url", server.url, "--model", "m"])
+    text = one_line(capsys.readouterr().err)
+    assert code == 2 and server.requests == [] and "line 1" in text and expected in text
+
+
+# --- odd text from the model: lone surrogates, escape sequences ---------------------------------------
+
+LONE = '{"type": "final", "answer": "broken \\ud800 text"}'
+
+
+@pytest.mark.parametrize("flags", [[], ["--json"], ["--quiet"]])
+def test_a_lone_surrogate_in_the_answer_prints_and_traces(server, workspace, capsys, flags):
+    server.reply(LONE)
+    code = main(["--base-url", server.url, "--model", "m", "--trace", "t.jsonl", *flags, "task"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "broken \ufffd text" in (json.loads(out)["answer"] if flags == ["--json"] else out)
+    assert trace_events(workspace / "t.jsonl")[-2] == {**trace_events(workspace / "t.jsonl")[-2],
+                                                       "answer": "broken \ufffd text"}
+
+
+def test_a_lone_surrogate_in_arguments_does_not_break_the_next_request(server, workspace, capsys):
+    server.reply('{"type": "tool_call", "tool": "write_file", "arguments": {"path": "a\\udc80.txt", "content": "x"}}')
+    server.reply(action(answer="done"))
+    code = main(["--base-url", server.url, "--model", "m", "--quiet", "task"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (0, "done\n") and len(server.requests) == 2
+    assert "\ufffd" in json.dumps(server.requests[1]["body"]["messages"], ensure_ascii=False)
+
+
+def test_escape_sequences_in_progress_lines_are_neutralised(server, workspace, capsys):
+    server.reply(action("calculator", expression="\x1b[2J\x1b]0;pwned\x07 1+1"))
+    server.reply(action(answer="2"))
+    code = main(["--base-url", server.url, "--model", "m", "task"])
+    err = capsys.readouterr().err
+    assert code == 0 and "\x1b" not in err and "\x07" not in err and "\\x1b[2J" in err
+
+
+def test_escape_sequences_in_the_answer_are_neutralised_on_a_terminal(server, workspace):
+    server.reply(action(answer="clear\x1b[2J\x1b]8;;http://evil\x07link"))
+    primary, secondary = pty.openpty()
+    child = subprocess.run([sys.executable, "-m", "agent", "--base-url", server.url, "--model", "m", "--quiet",
+                            "task"], stdout=secondary, stderr=subprocess.PIPE, cwd=workspace, env=child_env(),
+                           timeout=60)
+    os.close(secondary)
+    shown = os.read(primary, 4096).decode()
+    os.close(primary)
+    assert child.returncode == 0 and "\x1b" not in shown and "\x07" not in shown
+    assert "clear\\x1b[2J\\x1b]8;;http://evil\\x07link" in shown
+
+
+def test_the_answer_goes_unchanged_to_a_pipe(server, workspace, capsys):
+    server.reply(action(answer="red \x1b[31mtext\x1b[0m"))
+    assert main(["--base-url", server.url, "--model", "m", "--quiet", "task"]) == 0
+    assert capsys.readouterr().out == "red \x1b[31mtext\x1b[0m\n"
+
+
+# --- the trace: a write that fails mid-run, a crash ---------------------------------------------------
+
+@pytest.mark.parametrize("room", [900, 1800])  # fails mid-run; fails at the last event, after the answer
+def test_a_trace_that_cannot_be_written_ends_the_run_cleanly(server, workspace, room):
+    server.reply(action("calculator", expression="1+1"))
+    server.reply(action("calculator", expression="2+2"))
+    server.reply(action(answer="4"))
+
+    def small_files():  # the file system refuses writes past `room` bytes, as a full disk would
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (room, room))
+
+    child = subprocess.run([sys.executable, "-m", "agent", "--base-url", server.url, "--model", "m",
+                            "--trace", "t.jsonl", "task"], capture_output=True, text=True, cwd=workspace,
+                           env=child_env(), timeout=60, preexec_fn=small_files)
+    assert child.returncode == 4 and child.stdout in ("", "4\n")  # an answer already given is not lost
+    assert "agent: error: cannot write the trace file t.jsonl" in child.stderr and "Traceback" not in child.stderr
+    assert len(server.requests) == (3 if child.stdout else len(server.requests))
+    lines = (workspace / "t.jsonl").read_text().splitlines()
+    assert lines and all(json.loads(line) for line in lines[:-1])  # what was written is whole
+
+
+def test_a_trace_on_a_full_disk_is_refused_at_the_first_event(server, workspace, capsys):
+    code = main(["--base-url", server.url, "--model", "m", "--trace", "/dev/full", "task"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (4, "") and "cannot write the trace file /dev/full" in err and server.requests == []
+
+
+def test_a_crash_records_why_in_run_end(tmp_path):
+    registry = Registry()
+    model = ScriptedModel([RuntimeError("boom")])
+    path = tmp_path / "t.jsonl"
+    with Trace(path) as trace:
+        result = Agent(model, registry, PromptProtocol(registry), emit=trace).run("task")
+    end = trace_events(path)[-1]
+    assert (result.status, end["status"]) == ("error", "error") and end["error"] == "internal error: RuntimeError: boom"
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
+def test_ctrl_c_during_start_up_prints_no_traceback(server, workspace, delay):
+    server.reply(action(answer="late"), delay=30)
+    child = subprocess.Popen([sys.executable, "-m", "agent", "--base-url", server.url, "--model", "m", "task"],
+                             cwd=workspace, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode in (130, -signal.SIGINT) and "Traceback" not in err and out == ""
+
+
+def test_ctrl_c_during_a_batch_of_tools_stops_waiting_at_once():
+    registry, release, finished = Registry(), threading.Event(), threading.Event()
+
+    @registry.tool
+    def slow(n: int) -> str:
+        """Wait until released."""
+        release.wait(30)
+        finished.set()
+        return "done"
+
+    batch = json.dumps([{"type": "tool_call", "tool": "slow", "arguments": {"n": n}} for n in (1, 2)])
+    agent = Agent(ScriptedModel([batch]), registry, PromptProtocol(registry), Settings())
+    threading.Timer(0.3, os.kill, [os.getpid(), signal.SIGINT]).start()
+    try:
+        result = agent.run("wait")
+        still_running = not finished.is_set()
+    finally:
+        release.set()
+    assert result.status == "interrupted" and still_running
