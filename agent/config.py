@@ -67,6 +67,9 @@ def resolve_endpoint(env: Mapping[str, str], base_url: str | None = None, api_ke
                 f"{sources[url_rank][0]}; pass --base-url, or set the key in {sources[url_rank][0]} too")
     if base_url:
         check_base_url(base_url, sources[url_rank][0])
+    if api_key and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
+        raise ConfigError("the API key holds characters an HTTP header cannot carry (spaces, control or non-ASCII "
+                          "characters); check --api-key / AGENT_API_KEY")
     if not model:
         raise ConfigError("no model set: pass --model NAME or set AGENT_MODEL")
     return Endpoint(model=model, base_url=base_url, api_key=api_key, note=note)

@@ -27,6 +27,8 @@ from tools.files import atomic_write
 PROTOCOLS = ("prompt", "native")
 FAILED_STATUSES = ("step_limit", "format_errors", "loop", "model_error", "error")
 ALL_MODEL_ERRORS = 3
+MAX_REPEAT = 1000
+MAX_WORKERS = 64
 INTERRUPTED = 130
 
 
@@ -181,8 +183,10 @@ def eval_parser() -> argparse.ArgumentParser:
     parser.add_argument("suite", nargs="?", help="a JSONL task suite; default: the built-in one")
     parser.add_argument("--protocol", action="append", choices=PROTOCOLS,
                         help="a protocol to run; repeat to compare; default: both")
-    parser.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="runs per task, default 1")
-    parser.add_argument("--workers", type=positive_int, default=4, metavar="K", help="runs at once, default 4")
+    parser.add_argument("--repeat", type=at_most(MAX_REPEAT), default=1, metavar="N",
+                        help=f"runs per task, default 1, at most {MAX_REPEAT}")
+    parser.add_argument("--workers", type=at_most(MAX_WORKERS), default=4, metavar="K",
+                        help=f"runs at once, default 4, at most {MAX_WORKERS}")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N tasks")
     parser.add_argument("--tasks", metavar="ID,ID", help="only these tasks")
     parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON")
@@ -195,7 +199,7 @@ def eval_parser() -> argparse.ArgumentParser:
 def eval_command(argv: list[str]) -> int:
     args = eval_parser().parse_args(argv)
     env = environment()
-    if args.out:
+    if args.out is not None:
         check_out(args.out)
     tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
     names = list(dict.fromkeys(args.protocol or PROTOCOLS))
@@ -236,9 +240,21 @@ def eval_command(argv: list[str]) -> int:
     return 0
 
 
+def at_most(limit: int) -> Callable[[str], int]:
+    def count(text: str) -> int:
+        value = positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit}, got {value}")
+        return value
+
+    return count
+
+
 def check_out(path: str) -> None:
     """--out must name a file that can be written once the evaluation is over."""
     out = Path(path)
+    if not path.strip():
+        raise ConfigError("--out is empty; name a file, like --out results.json")
     if out.is_dir() or path.endswith(("/", "\\")):
         raise ConfigError(f"--out {path}: that is a folder; name a file, like --out {out / 'results.json'}")
     if not out.resolve().parent.is_dir():

@@ -98,7 +98,7 @@ class Agent:
         previous, texts, repeats, in_row = None, [], 0, 0
         while True:
             self._compact(history)
-            turn = self.protocol.parse(self._complete(history + failed, result))
+            turn = self.protocol.parse(self._complete(history + failed if failed else history, result))
             if isinstance(turn, FormatError):
                 self._reask(turn, result, in_row)
                 failed, in_row = failed + turn.messages, in_row + 1
@@ -133,12 +133,12 @@ class Agent:
         if size <= limit:
             return
         latest = max((i for i, m in enumerate(history) if m["role"] == "assistant"), default=0)
-        for message in history[2:latest]:
+        for index, message in enumerate(history[2:latest], 2):
             if size > limit and message["role"] in ("user", "tool") and len(message["content"]) > KEEP_SHORT:
                 note = prompts.render("dropped_result", characters=len(message["content"]))
                 size -= len(message["content"]) - len(note)
                 self.emit("compacted", dropped=len(message["content"]))
-                message["content"] = note
+                history[index] = {**message, "content": note}  # a new message: the one sent before stays as sent
         self._measured = len(history), size
 
     def _complete(self, messages: list[dict], result: RunResult) -> Reply:
@@ -185,7 +185,7 @@ class Agent:
         if call.error:
             ok, text = False, call.error
         else:
-            outcome = self.registry.call(call.tool, call.arguments)
+            outcome = self.registry.run(call.tool, call.arguments)  # the protocol has checked the arguments
             ok, text = outcome.ok, truncate(outcome.text, self.settings.max_output_chars)
         self.emit("tool_result", tool=call.tool, arguments=call.arguments, ok=ok, result=text)
         return ok, text

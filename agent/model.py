@@ -53,7 +53,7 @@ class ScriptedModel:
         self.replies.extend(replies)
 
     def complete(self, messages: list[dict], **options: Any) -> Reply:
-        self.calls.append({"messages": [dict(m) for m in messages], "options": options})
+        self.calls.append({"messages": list(messages), "options": options})  # the loop never edits a sent message
         if not self.replies:
             raise ModelError("scripted model: no replies left")
         item = self.replies.popleft()

@@ -31,6 +31,7 @@ from jsonschema.exceptions import best_match
 from agent.config import ConfigError
 
 BUILTIN = "built-in"
+MAX_SUITE_BYTES = 50_000_000
 
 _strings = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
 _path = {"type": "string", "minLength": 1}
@@ -84,6 +85,8 @@ def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> l
     else:
         where = path
         try:
+            if Path(path).stat().st_size > MAX_SUITE_BYTES:
+                raise ConfigError(f"suite {path} is larger than {MAX_SUITE_BYTES // 1_000_000} MB; split it")
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"cannot read suite {path}: {error}") from None

@@ -66,6 +66,11 @@ def trace_events(path: Path) -> list[dict]:
     (["--temperature", "nan"], "--temperature: must be a number from 0 to 2"),
     (["--temperature", "-1"], "--temperature: must be a number from 0 to 2"),
     (["--workspace", ""], "--workspace: must name a folder"),
+    (["--trace", ""], "is not a file name"),
+    (["--trace", "."], "is not a file name"),
+    (["--api-key", "sk-\u00e9"], "an HTTP header cannot carry"),
+    (["--api-key", "sk-a b"], "an HTTP header cannot carry"),
+    (["--max-steps", "1e3"], "--max-steps: invalid"),
 ])
 def test_bad_flags_are_usage_errors_before_any_request(server, workspace, capsys, args, expected):
     try:
@@ -118,6 +123,26 @@ def test_eval_out_naming_a_folder_is_refused_before_anything_runs(server, worksp
     code = main(["eval", "--out", "results", "--base-url", server.url, "--model", "m"])
     line = one_line(capsys.readouterr().err)
     assert code == 2 and server.requests == [] and "is a folder" in line
+
+
+def test_an_empty_task_is_a_usage_error(server, workspace, capsys):
+    code = main(["--base-url", server.url, "--model", "m", "  "])
+    line = one_line(capsys.readouterr().err)
+    assert code == 2 and server.requests == [] and "the task is empty" in line
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--out", ""], "--out is empty"),
+    (["--repeat", "1000000000"], "--repeat: must be at most 1000"),
+    (["--workers", "100000"], "--workers: must be at most 64"),
+])
+def test_eval_limits_and_empty_names_are_refused(server, workspace, capsys, args, expected):
+    try:
+        code = main(["eval", *args, "--base-url", server.url, "--model", "m"])
+    except SystemExit as exit:
+        code = exit.code
+    err = capsys.readouterr().err
+    assert code == 2 and server.requests == [] and expected in err and "Traceback" not in err
 
 
 def test_eval_tasks_naming_nothing_is_refused(server, workspace, capsys):
