@@ -4,13 +4,49 @@ Retrying is the SDK's own: timeouts, connection errors, 408/409/429 and 5xx are 
 ``max_retries`` times with exponential backoff (0.5s doubling, capped at 8s, minus up to 25% jitter),
 except that a ``retry-after-ms`` or ``Retry-After`` header (seconds or HTTP date) between 0 and 120s
 is waited exactly, one of 0 falls back to the backoff, and one above 120s stops the retrying at once.
+
+The request goes out through the client's plain ``post`` (the typed ``chat.completions.create`` walks the
+whole history on every call), and the answer is read here: within ``timeout`` seconds of sending, at most
+``MAX_RESPONSE_BYTES``, then checked against ``COMPLETION_SCHEMA`` and read as plain dicts.
 """
 from __future__ import annotations
 
+import json
+import time
+
+import httpx2
+import jsonschema
 import openai
 
 from agent.config import DEFAULT_BASE_URL
 from agent.model import ModelError, Reply, tool_call
+from agent.text import scrub
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+_SENT_AT = "agent.sent_at"
+
+_TEXT = {"type": ["string", "null"]}
+_COUNT = {"type": ["integer", "null"], "minimum": 0}
+_TOOL_CALL = {"type": "object", "required": ["function"], "properties": {
+    "id": _TEXT,
+    "function": {"type": "object", "required": ["name", "arguments"],
+                 "properties": {"name": {"type": "string"}, "arguments": {"type": "string"}}},
+}}
+COMPLETION_SCHEMA = {
+    "type": "object",
+    "required": ["choices"],
+    "properties": {
+        "choices": {"type": "array", "minItems": 1, "prefixItems": [{
+            "type": "object", "required": ["message"], "properties": {
+                "message": {"type": "object", "properties": {
+                    "content": _TEXT, "tool_calls": {"type": ["array", "null"], "items": _TOOL_CALL}}},
+                "finish_reason": _TEXT,
+            },
+        }]},
+        "usage": {"type": ["object", "null"], "properties": {"prompt_tokens": _COUNT, "completion_tokens": _COUNT}},
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(COMPLETION_SCHEMA)
 
 
 class OpenAIModel:
@@ -21,8 +57,9 @@ class OpenAIModel:
         self.timeout = timeout
         self.max_retries = max_retries
         self.temperature = temperature
+        http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]})
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "not-needed",
-                                    timeout=timeout, max_retries=max_retries)
+                                    timeout=timeout, max_retries=max_retries, http_client=http_client)
 
     def complete(self, messages: list[dict], **options) -> Reply:
         request = {"model": self.model, "messages": messages}
@@ -30,26 +67,70 @@ class OpenAIModel:
             request["temperature"] = self.temperature
         request.update({key: value for key, value in options.items() if value is not None})
         try:
-            response = self.client.chat.completions.create(**request)
+            response = self.client.post("/chat/completions", content=_json_bytes(request),
+                                        cast_to=httpx2.Response, stream=True)
         except openai.APIError as err:
             raise self._error(err, constrained="response_format" in request) from err
-        except ValueError as err:
-            raise self._not_a_completion(str(err)) from err
-        if isinstance(response, str):
-            raise self._not_a_completion(repr(response))
-        if not response.choices:
-            raise ModelError("endpoint returned no choices")
-        choice = response.choices[0]
-        usage = None
-        if response.usage is not None:
-            usage = {"prompt_tokens": response.usage.prompt_tokens or 0,
-                     "completion_tokens": response.usage.completion_tokens or 0}
-        return Reply(content=choice.message.content, tool_calls=_tool_calls(choice.message.tool_calls),
-                     finish_reason=choice.finish_reason, usage=usage)
+        return self._reply(self._completion(self._read(response)))
 
-    def _not_a_completion(self, detail: str) -> ModelError:
-        return ModelError(f"{self.base_url} did not answer with a chat completion ({_short(detail, 80)}); "
+    def _read(self, response: httpx2.Response) -> bytes:
+        """The whole body, unless it takes past ``timeout`` since sending or grows past ``MAX_RESPONSE_BYTES``."""
+        deadline = response.request.extensions[_SENT_AT] + self.timeout
+        chunks, size = [], 0
+        try:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise ModelError(f"the response from {self.base_url} was larger than "
+                                     f"{MAX_RESPONSE_BYTES // 2**20} MB; check --base-url / AGENT_BASE_URL")
+                if time.monotonic() > deadline:
+                    raise self._too_slow()
+                chunks.append(chunk)
+        except httpx2.TimeoutException:
+            raise self._too_slow() from None
+        except httpx2.HTTPError as err:
+            raise ModelError(f"the connection to {self.base_url} broke while reading the answer: "
+                             f"{_short(str(err)) or type(err).__name__}; check the server") from None
+        finally:
+            response.close()
+        return b"".join(chunks)
+
+    def _completion(self, body: bytes) -> dict:
+        """The body as a chat completion, or a ModelError naming what is wrong with it."""
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            text = body[:200].decode("utf-8", "replace")
+            raise self._not_a_completion(f"the body is not JSON ({_short(text, 80) or 'empty'})") from None
+        error = data.get("error") if isinstance(data, dict) and "choices" not in data else None
+        if error:
+            message = error.get("message") if isinstance(error, dict) else None
+            raise ModelError(f"endpoint answered with an error: {_short(str(message or error))}")
+        fault = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+        if fault is not None:
+            raise self._not_a_completion(_describe(fault))
+        return data
+
+    def _reply(self, completion: dict) -> Reply:
+        choice = completion["choices"][0]
+        message = choice["message"]
+        calls = [tool_call(scrub(call.get("id")) or f"call_{number}", scrub(call["function"]["name"]),
+                           scrub(call["function"]["arguments"]))
+                 for number, call in enumerate(message.get("tool_calls") or [], 1)]
+        usage = completion.get("usage")
+        if usage is not None:
+            usage = {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                     "completion_tokens": int(usage.get("completion_tokens") or 0)}
+        return Reply(content=scrub(message.get("content")), tool_calls=calls,
+                     finish_reason=scrub(choice.get("finish_reason")), usage=usage)
+
+    def _not_a_completion(self, fault: str) -> ModelError:
+        return ModelError(f"{self.base_url} did not answer with a chat completion: {fault}; "
                           "check --base-url / AGENT_BASE_URL")
+
+    def _too_slow(self) -> ModelError:
+        return ModelError(f"no complete answer from {self.base_url} within {self.timeout:g}s; "
+                          "raise --timeout or check the server")
 
     def _error(self, err: openai.APIError, *, constrained: bool) -> ModelError:
         """One line that says what went wrong and how to fix it."""
@@ -79,9 +160,35 @@ class OpenAIModel:
         return ModelError(f"endpoint rejected the request (HTTP {status}): {message}{hint}")
 
 
-def _tool_calls(calls) -> list[dict]:
-    return [tool_call(call.id or f"call_{number}", call.function.name, call.function.arguments)
-            for number, call in enumerate(calls or [], 1)]
+def _stamp_sent_at(request: httpx2.Request) -> None:
+    """Marks when each attempt (the SDK's retries included) is sent, for the whole-request deadline."""
+    request.extensions[_SENT_AT] = time.monotonic()
+
+
+def _json_bytes(request: dict) -> bytes:
+    """The request as JSON; a lone surrogate (which UTF-8 cannot encode) is sent as U+FFFD."""
+    try:
+        return json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(scrub(request), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+          int: "a number", float: "a number"}
+
+
+def _describe(fault: jsonschema.ValidationError) -> str:
+    """``choices[0].message is a string``: where the body departs from a chat completion, and how."""
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in fault.absolute_path)
+    where = where.lstrip(".") or "the body"
+    if fault.validator == "required":
+        missing = next(name for name in fault.validator_value if name not in fault.instance)
+        return f"{where} has no {missing!r}"
+    if fault.validator == "type":
+        return f"{where} is {_KINDS.get(type(fault.instance), type(fault.instance).__name__)}"
+    if fault.validator == "minItems":
+        return f"{where} is empty"
+    return f"{where}: {_short(fault.message, 80)}"
 
 
 def _retries_taken(err: openai.APIError, default: int) -> int:
@@ -102,6 +209,7 @@ def _server_message(err: openai.APIStatusError) -> str:
 
 
 def _short(text: str, limit: int = 200) -> str:
-    lines = text.strip().splitlines()
+    """The first line of a text from the server, cut to ``limit`` characters, with no lone surrogate."""
+    lines = scrub(text).strip().splitlines()
     first = lines[0].strip() if lines else ""
     return first if len(first) <= limit else first[: limit - 1] + "…"

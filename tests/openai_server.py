@@ -62,9 +62,19 @@ class ScriptedServer:
             body = _error_body(status, body or f"scripted error {status}")
         self.respond(status, body, headers=headers, delay=delay)
 
-    def respond(self, status: int, body: dict | str, *, headers=None, delay=0.0) -> None:
-        """Queue any response as given: a dict is sent as JSON, a str verbatim (e.g. an HTML page)."""
-        self._steps.append({"status": status, "body": body, "headers": headers or {}, "delay": delay})
+    def respond(self, status: int, body: dict | str, *, headers=None, delay=0.0, trickle=0.0) -> None:
+        """Queue any response as given: a dict is sent as JSON, a str verbatim (e.g. an HTML page).
+
+        ``trickle`` sends the headers at once, then the body one byte every ``trickle`` seconds.
+        """
+        self._steps.append({"status": status, "body": body, "headers": headers or {}, "delay": delay,
+                            "trickle": trickle})
+
+    def endless(self, chunk: str = " ", *, interval=0.0) -> None:
+        """Queue a 200 whose body never ends: ``chunk`` again and again, every ``interval`` seconds,
+        until the client goes away or the server stops."""
+        self._steps.append({"status": 200, "endless": chunk.encode(), "interval": interval,
+                            "headers": {}, "delay": 0.0})
 
     @property
     def pending(self) -> int:
@@ -151,22 +161,43 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return
             if "message" in step:
                 self._send(200, server._completion(step, body if isinstance(body, dict) else {}))
+            elif "endless" in step:
+                self._send_endless(step["endless"], step["interval"])
             else:
-                self._send(step["status"], step["body"], step["headers"])
+                self._send(step["status"], step["body"], step["headers"], trickle=step.get("trickle", 0.0))
 
-        def _send(self, status: int, payload: dict | str, headers: dict | None = None) -> None:
+        def _send(self, status: int, payload: dict | str, headers: dict | None = None, trickle=0.0) -> None:
             data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-            headers = {"Content-Type": "application/json", **(headers or {}),
-                       "Content-Length": len(data), "Connection": "close"}
+            headers = {"Content-Type": "application/json", "Content-Length": len(data), "Connection": "close",
+                       **(headers or {})}
             try:
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, str(value))
-                self.end_headers()
-                self.wfile.write(data)
+                self._send_headers(status, headers)
+                if trickle:
+                    for at in range(len(data)):
+                        if server._stopping.wait(trickle):
+                            break
+                        self.wfile.write(data[at:at + 1])
+                else:
+                    self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass
             self.close_connection = True
+
+        def _send_endless(self, chunk: bytes, interval: float) -> None:
+            """A body without a length, delimited by closing the connection, which this never does."""
+            try:
+                self._send_headers(200, {"Content-Type": "application/json", "Connection": "close"})
+                while not server._stopping.wait(interval):
+                    self.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+
+        def _send_headers(self, status: int, headers: dict) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, str(value))
+            self.end_headers()
 
         def log_message(self, format, *args):
             pass

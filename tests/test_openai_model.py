@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from agent.model import ModelError
+from agent.model import ModelError, Reply
 from agent.openai_model import OpenAIModel
 from tests.openai_server import ScriptedServer
 
@@ -164,17 +164,130 @@ def test_bad_request_with_response_format_suggests_dropping_constrain(server):
         "the server may not support --constrain (response_format): drop the flag")
 
 
-def test_reply_without_choices_is_an_error(server):
-    server.respond(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []})
-    assert failure(make_model(server)) == "endpoint returned no choices"
+def completion(*, message=None, choice=None, **fields) -> dict:
+    """A valid chat.completion body with the first choice's message, the choice or top-level fields changed."""
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
+    body["choices"][0]["message"].update(message or {})
+    body["choices"][0].update(choice or {})
+    body.update(fields)
+    return body
 
 
-@pytest.mark.parametrize("content_type", ["text/html", "application/json"])
-def test_a_page_that_is_not_a_completion_says_to_check_the_base_url(server, content_type):
-    server.respond(200, "<html>Welcome to the web UI</html>", headers={"Content-Type": content_type})
+def bad_call(**function) -> dict:
+    return {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}", **function}}]}
+
+
+@pytest.mark.parametrize("body, fault", [
+    ("[]", "the body is a list"),
+    ("null", "the body is null"),
+    ('"hello"', "the body is a string"),
+    ("42", "the body is a number"),
+    ({"id": "x", "object": "chat.completion"}, "the body has no 'choices'"),
+    (completion(choices=[]), "choices is empty"),
+    (completion(choices={"0": {}}), "choices is an object"),
+    (completion(choices=[{"index": 0, "finish_reason": "stop"}]), "choices[0] has no 'message'"),
+    (completion(choice={"message": "hi"}), "choices[0].message is a string"),
+    (completion(message={"content": 42}), "choices[0].message.content is a number"),
+    (completion(message={"content": [{"type": "text", "text": "hi"}]}), "choices[0].message.content is a list"),
+    (completion(message={"tool_calls": [{"id": "c1", "type": "function", "function": None}]}),
+     "choices[0].message.tool_calls[0].function is null"),
+    (completion(message=bad_call(name=7)), "choices[0].message.tool_calls[0].function.name is a number"),
+    (completion(message=bad_call(arguments={"x": 1})),
+     "choices[0].message.tool_calls[0].function.arguments is an object"),
+    (completion(usage={"prompt_tokens": "12", "completion_tokens": 3}), "usage.prompt_tokens is a string"),
+    (completion(usage={"prompt_tokens": -1}), "usage.prompt_tokens: -1 is less than the minimum of 0"),
+    (completion(choice={"finish_reason": ["stop"]}), "choices[0].finish_reason is a list"),
+    ("<html>Welcome to the web UI</html>", "the body is not JSON (<html>Welcome to the web UI</html>)"),
+    ("", "the body is not JSON (empty)"),
+])
+def test_an_answer_that_is_not_a_chat_completion_names_the_fault(server, body, fault):
+    server.respond(200, body)
+    assert failure(make_model(server)) == (f"{server.url} did not answer with a chat completion: {fault}; "
+                                           "check --base-url / AGENT_BASE_URL")
+
+
+def test_a_minimal_completion_with_nulls_is_read(server):
+    server.respond(200, {"choices": [{"message": {"content": "hi", "tool_calls": None}, "finish_reason": None}],
+                         "usage": None})
+    assert make_model(server).complete(HELLO) == Reply(content="hi", tool_calls=[], finish_reason=None, usage=None)
+
+
+def test_an_html_page_is_not_a_completion_whatever_its_content_type(server):
+    server.respond(200, "<html>Welcome</html>", headers={"Content-Type": "text/html"})
+    assert "did not answer with a chat completion: the body is not JSON (<html>" in failure(make_model(server))
+
+
+@pytest.mark.parametrize("error", [{"message": "model is overloaded", "type": "server_error"},
+                                   "model is overloaded"])
+def test_an_error_sent_with_http_200_reports_the_servers_message(server, error):
+    server.respond(200, {"error": error})
+    assert failure(make_model(server)) == "endpoint answered with an error: model is overloaded"
+
+
+@pytest.mark.parametrize("status, expected", [
+    (200, "endpoint answered with an error: bad \ufffd request"),
+    (400, "endpoint rejected the request (HTTP 400): bad \ufffd request"),
+])
+def test_a_servers_error_message_comes_without_lone_surrogates(server, status, expected):
+    server.respond(status, {"error": {"message": "bad \ud800 request"}})
+    assert failure(make_model(server)) == expected
+
+
+def test_lone_surrogates_in_the_answer_are_replaced(server):
+    call = {"id": "c\udfff", "type": "function", "function": {"name": "f\ud800", "arguments": '{"a": "\ud800"}'}}
+    server.respond(200, completion(message={"content": "bad \ud800 text", "tool_calls": [call]},
+                                   choice={"finish_reason": "stop\udc00"}))  # json.dumps sends them as \ud800 escapes
+    reply = make_model(server).complete(HELLO)
+    assert reply.content == "bad \ufffd text"
+    assert reply.tool_calls == [{"id": "c\ufffd", "type": "function",
+                                 "function": {"name": "f\ufffd", "arguments": '{"a": "\ufffd"}'}}]
+    assert reply.finish_reason == "stop\ufffd"
+
+
+def test_lone_surrogates_in_the_request_are_sent_as_replacement_characters(server):
+    server.reply("fine")
+    messages = [{"role": "user", "content": "bad \ud800 text", "name": "\udc80"}]
+    assert make_model(server).complete(messages).content == "fine"
+    assert server.requests[0]["body"]["messages"] == [{"role": "user", "content": "bad \ufffd text", "name": "\ufffd"}]
+    assert messages[0]["content"] == "bad \ud800 text"
+
+
+def test_a_body_that_trickles_in_is_cut_off_at_the_timeout(server):
+    server.respond(200, completion(), trickle=0.1)
+    message = failure(make_model(server, timeout=0.6))
+    assert message == f"no complete answer from {server.url} within 0.6s; raise --timeout or check the server"
+
+
+def test_a_body_that_never_ends_is_cut_off_at_the_timeout(server):
+    server.endless(" ", interval=0.05)
+    message = failure(make_model(server, timeout=0.5))
+    assert message == f"no complete answer from {server.url} within 0.5s; raise --timeout or check the server"
+
+
+def test_a_body_that_stops_coming_is_cut_off_at_the_timeout(server):
+    server.respond(200, completion(), trickle=30)
+    message = failure(make_model(server, timeout=0.3))
+    assert message == f"no complete answer from {server.url} within 0.3s; raise --timeout or check the server"
+
+
+def test_the_timeout_counts_from_each_attempt_not_from_the_first(server):
+    server.error(503, headers={"Retry-After": "1"})
+    server.reply("second attempt")
+    assert make_model(server, timeout=0.8, max_retries=1).complete(HELLO).content == "second attempt"
+
+
+def test_an_answer_larger_than_16_mb_is_refused(server):
+    server.endless(" " * 65536)
+    assert failure(make_model(server)) == (f"the response from {server.url} was larger than 16 MB; "
+                                           "check --base-url / AGENT_BASE_URL")
+
+
+def test_a_connection_that_breaks_in_the_body_says_so(server):
+    server.respond(200, '{"choices": [', headers={"Content-Length": "1000"})
     message = failure(make_model(server))
-    assert message.startswith(f"{server.url} did not answer with a chat completion (")
-    assert message.endswith("check --base-url / AGENT_BASE_URL")
+    assert message.startswith(f"the connection to {server.url} broke while reading the answer: ")
+    assert message.endswith("; check the server")
 
 
 def test_exhausted_script_answers_500_and_records_the_request(server):
