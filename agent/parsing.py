@@ -1,30 +1,45 @@
 """Find the one JSON action in a model reply (leniently) and validate it against the action schema (strictly)."""
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from agent.text import scrub
+
 MAX_BATCH = 8
+MAX_REPLY_CHARS = 256_000  # a longer reply is refused unread
+MAX_DEPTH = 500  # nesting of a decoded value; deeper is refused before anything recurses into it
 REPAIRS = ("python_literals", "single_quotes", "trailing_commas", "control_characters")
 TRUNCATED = ("your reply was cut off (it hit the token limit) before the JSON was complete; "
              "reply with a shorter JSON action")
+TOO_LONG = "your reply was {:,} characters long, over the limit of {:,}; send one short JSON action"
+TOO_DEEP = f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)"
+TOO_MANY_DIGITS = "a number in the JSON has too many digits (more than {}); send long numbers as strings"
 MULTIPLE = "found {} JSON actions; send exactly one (or a JSON array of tool_call objects to run several calls)"
 
-_THINK_BLOCK = re.compile(r"<(think|thinking)\s*>.*?</\1\s*>", re.I | re.S)
-_THINK_OPEN = re.compile(r"<(?:think|thinking)\s*>", re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.I)
-_FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
-_START = re.compile(r"[{\[]")
-_TOKEN = re.compile(r"[\w.+-]+")
+_THINK_TAG = re.compile(r"<(/?)(think|thinking)\s*>", re.I)
+_FENCE = re.compile(r"```[\w-]*+[ \t]*+\n?(.*?)```", re.S)  # possessive: no backtracking into a long tag
+# a `{` or `[` where strict decoding can get past the first character, else one where it fails right there
+_START = re.compile(r"""(?P<value>\{(?=[ \t\n\r]*+["}])|\[(?=[ \t\n\r]*+["{\[\]\-0-9tfnNI]))"""
+                    r"""|(?P<brace>\{)[ \t\n\r]*+|\[[ \t\n\r]*+""")
+_NO_NAME, _NO_VALUE = "Expecting property name enclosed in double quotes", "Expecting value"  # as json says
+_WINDOW = 128  # characters first decoded at a candidate `{` or `[`; doubled while decoding runs into the end
+_MARGIN = 16  # an error this close to the end of a window may come from the cut (a literal or number split)
+_REPAIR_CALLS, _REPAIR_CHARS = 20, MAX_REPLY_CHARS  # the repair pass's budget per reply
+_REPAIR_TOKEN = re.compile(r"(?P<space>[ \t\r\n]+)|(?P<open>[{\[])|(?P<close>[}\]])"
+                           r"|(?P<trailing>,(?=[ \t\r\n]*[}\]]))|(?P<punct>[:,])|(?P<quote>[\"'])|(?P<word>[\w.+-]+)")
+_STRING = {'"': re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.S), "'": re.compile(r"'([^'\\]*(?:\\.[^'\\]*)*)'", re.S)}
+_STRING_FIX = re.compile(r'\\(.)|"|[\x00-\x1f]', re.S)
+_WHITESPACE = " \t\n\r"  # JSON's
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _JSON_WORDS = {"true", "false", "null", "NaN", "Infinity", "-Infinity"}
-_REPAIR_BUDGET = 20
-_CLOSER = re.compile(r"\s*[}\]]")
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 _KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
           dict: "an object", type(None): "null"}
@@ -53,6 +68,13 @@ class _Found:
     end: int
 
 
+class _Broken(Exception):
+    """Where and why strict decoding stopped (a JSONDecodeError costs O(position) to make: it counts lines)."""
+
+    def __init__(self, position: int, reason: str):
+        self.position, self.reason = position, reason
+
+
 def action_schema(tools: dict[str, dict], batch: bool = True) -> dict:
     """One JSON Schema (draft 2020-12, inline, anyOf at the top) for a reply, from tool name -> parameters."""
     final = {"type": "object",
@@ -71,29 +93,76 @@ def action_schema(tools: dict[str, dict], batch: bool = True) -> dict:
     return schema
 
 
-def parse_action(text: str | None, schema: dict, finish_reason: str | None = None) -> Parsed:
-    """Lenient extraction, strict validation. Raises ParseError."""
+class ActionSchema:
+    """An action schema made ready to validate replies: one compiled validator per branch, picked by
+    the reply's `type` and `tool`, so a reply is checked against one branch only. Build it once."""
+
+    def __init__(self, schema: dict):
+        self.schema = schema
+        final, tools, batch = _branches(schema)
+        self.final = final and Draft202012Validator(final)
+        self.tools = {name: Draft202012Validator(branch) for name, branch in tools.items()}
+        self.batch = batch and (batch.get("minItems", 1), batch.get("maxItems", MAX_BATCH))
+
+
+def parse_action(text: str | None, schema: dict | ActionSchema, finish_reason: str | None = None) -> Parsed:
+    """Lenient extraction, strict validation; `schema` comes from action_schema. Raises ParseError.
+
+    Strings in the value have no lone surrogates (they become U+FFFD).
+    """
+    actions = schema if isinstance(schema, ActionSchema) else ActionSchema(schema)
     try:
         try:
+            if text and len(text) > MAX_REPLY_CHARS:
+                raise ParseError("too_long", TOO_LONG.format(len(text), MAX_REPLY_CHARS))
             found = _extract(text)
-            _validate(found.value, schema)
+            _validate(found.value, actions)
         except RecursionError:
-            raise ParseError("invalid_json", "the JSON is nested too deeply") from None
+            raise ParseError("invalid_json", TOO_DEEP) from None
     except ParseError as error:
         if finish_reason == "length":
             raise ParseError("truncated", TRUNCATED) from error
         raise
-    return Parsed(found.value, found.repairs)
+    return Parsed(scrub(found.value), found.repairs)
+
+
+def load_json(text: str) -> object:
+    """One JSON text, decoded strictly (no repairs, no duplicate keys, within the limits), without lone
+    surrogates. Raises ParseError."""
+    try:
+        value = _loads(text)
+    except json.JSONDecodeError as error:
+        raise ParseError("invalid_json", str(error)) from None
+    if _deeper_than(value, MAX_DEPTH):
+        raise ParseError("invalid_json", TOO_DEEP)
+    return scrub(value)
 
 
 def _strip_reasoning(text: str) -> str:
-    """Drop <think> blocks, reasoning before an orphan closing tag, and everything after an unclosed one."""
-    text = _THINK_BLOCK.sub("", text)
-    orphan = _THINK_CLOSE.search(text)
-    if orphan:
-        text = text[orphan.end():]
-    opening = _THINK_OPEN.search(text)
-    return text[:opening.start()] if opening else text
+    """Drop <think> blocks, reasoning before an orphan closing tag, and everything after an unclosed one.
+
+    A block runs from an opening tag to the next closing tag of the same name; one pass over the tags.
+    """
+    tags = [(m.start(), m.end(), bool(m[1]), m[2].lower()) for m in _THINK_TAG.finditer(text)]
+    if not tags:
+        return text
+    closing_after, later = [None] * len(tags), {}
+    for i in range(len(tags) - 1, -1, -1):
+        closing_after[i] = later.get(tags[i][3])
+        if tags[i][2]:
+            later[tags[i][3]] = i
+    kept, left, block_end, i = [], [], 0, 0  # tags outside blocks; the spans of text between blocks
+    while i < len(tags):
+        if not tags[i][2] and closing_after[i] is not None:
+            left.append((block_end, tags[i][0]))
+            block_end, i = tags[closing_after[i]][1], closing_after[i] + 1
+        else:
+            kept.append(tags[i])
+            i += 1
+    left.append((block_end, len(text)))
+    begin = next((end for start, end, closing, _ in kept if closing), 0)
+    stop = next((start for start, _, closing, _ in kept if not closing and start >= begin), len(text))
+    return "".join(text[max(a, begin):min(b, stop)] for a, b in left if max(a, begin) < min(b, stop))
 
 
 def _extract(text: str | None) -> _Found:
@@ -115,42 +184,112 @@ def _extract(text: str | None) -> _Found:
     if actions:
         return actions[0]
     fences = [match.span(1) for match in _FENCE.finditer(text)]
-    chosen = ([f for f in found if any(a <= f.start < b for a, b in fences)] or found or [None])[0]
+    fence_starts = [a for a, _ in fences]
+
+    def fenced(f: _Found) -> bool:
+        index = bisect.bisect_right(fence_starts, f.start) - 1
+        return index >= 0 and f.start < fences[index][1]
+
+    chosen = next((f for f in found if fenced(f)), found[0] if found else None)
     if failure and (chosen is None or failure[0] > chosen.end - chosen.start):
-        raise _invalid_json(text, failure[1])
+        raise _invalid_json(text, failure[1], failure[2])
     if chosen:
         return chosen
     for candidate in [text, *(text[a:b] for a, b in fences)]:
         try:
-            return _Found(_DECODER.decode(candidate), [], 0, len(candidate))
+            return _Found(_loads(candidate), [], 0, len(candidate))
         except json.JSONDecodeError:
             pass
     raise ParseError("no_json", "no JSON object found in the reply")
 
 
 def _scan(text: str) -> tuple[list[_Found], tuple | None]:
-    """Every complete JSON value starting at `{` or `[` outside a broken one, and the failure that got furthest."""
-    found, failure, position, repair_budget = [], None, 0, _REPAIR_BUDGET
+    """Every complete JSON value starting at `{` or `[` outside a broken one, and the failure that got furthest.
+
+    Linear: after a value or a failure the scan goes on where decoding stopped, and repairs have a budget.
+    """
+    found, failure, position = [], None, 0
+    repair_calls, repair_chars = _REPAIR_CALLS, _REPAIR_CHARS
     while match := _START.search(text, position):
         start = match.start()
-        try:
-            value, end = _DECODER.raw_decode(text, start)
-            found.append(_Found(value, [], start, end))
-        except json.JSONDecodeError as error:
-            repaired = None
-            if repair_budget and _repairable(text, error.pos):
-                repair_budget -= 1
-                repaired = _repaired(text, start)
-            if repaired:
-                found.append(repaired)
-                end = repaired.end
-            else:
-                counts = text[start] == "{" or text[start + 1:error.pos].strip()
-                if counts and (failure is None or error.pos - start > failure[0]):
-                    failure = (error.pos - start, error)
-                end = max(start + 1, error.pos)
-        position = end
+        if match["value"]:
+            try:
+                value, end = _decode_at(text, start)
+                found.append(_Found(value, [], start, end))
+                position = end
+                continue
+            except _Broken as broken:
+                stop, reason = broken.position, broken.reason
+        else:
+            stop, reason = match.end(), _NO_NAME if match["brace"] else _NO_VALUE
+        repaired = None
+        if repair_calls and repair_chars > 0 and _repairable(text, stop):
+            repaired, reached = _repaired(text, start, min(len(text), start + repair_chars))
+            repair_calls, repair_chars = repair_calls - 1, repair_chars - (reached - start)
+        if repaired:
+            found.append(repaired)
+            position = repaired.end
+            continue
+        counts = text[start] == "{" or text[start + 1:stop].strip()
+        if counts and (failure is None or stop - start > failure[0]):
+            failure = (stop - start, stop, reason)
+        position = max(start + 1, stop)
     return found, failure
+
+
+def _decode_at(text: str, start: int) -> tuple[object, int]:
+    """The JSON value at `start` and where it ends; raises _Broken.
+
+    Decodes a window of the text that doubles while the decoder runs into its end, so a failure costs
+    what was read, not the length of the text before it.
+    """
+    size = _WINDOW
+    while True:
+        window = text[start:start + size]
+        try:
+            value, end = _raw_decode(window)
+            return value, start + end
+        except json.JSONDecodeError as error:
+            cut = start + size < len(text) and (
+                error.pos > len(window) - _MARGIN or error.msg.startswith("Unterminated string"))
+            if not cut:
+                raise _Broken(start + error.pos, error.msg) from None
+            size *= 2
+
+
+def _raw_decode(text: str, start: int = 0) -> tuple[object, int]:
+    """JSONDecoder.raw_decode, with Python's limits (recursion, digits of an int) as ParseErrors."""
+    try:
+        return _DECODER.scan_once(text, start)
+    except StopIteration as stop:  # what raw_decode does: the value is where no value was found
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise ParseError("invalid_json", TOO_DEEP) from None
+    except ValueError:
+        limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+        raise ParseError("invalid_json", TOO_MANY_DIGITS.format(limit)) from None
+
+
+def _loads(text: str) -> object:
+    """A whole JSON text (surrounding whitespace allowed), like json.loads but through _raw_decode."""
+    value, end = _raw_decode(text, len(text) - len(text.lstrip(_WHITESPACE)))
+    if text[end:].strip(_WHITESPACE):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether arrays and objects nest more than `limit` levels (without recursion)."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _unique_keys(pairs: list[tuple]) -> dict:
@@ -171,69 +310,56 @@ def _repairable(text: str, position: int) -> bool:
     return char in ("'", ",", "}", "]") or ("\0" <= char < " ") or text.startswith(tuple(_PY_LITERALS), position)
 
 
-def _repaired(text: str, start: int) -> _Found | None:
-    """The bracketed value at `start`, decoded after the repairs it needs; None if it is not JSON even then."""
+def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
+    """The bracketed value at `start`, decoded after the repairs it needs (None if it is not JSON even then,
+    or does not end before `stop`), and how far the text was read."""
     out, fixes, depth, i = [], set(), 0, start
-    while i < len(text):
-        char = text[i]
-        token = _TOKEN.match(text, i)
-        if char in "\"'":
-            i = _read_string(text, i, out, fixes)
-            if i < 0:
-                return None
-            continue
-        if token:
-            word = token.group()
-            if word in _PY_LITERALS:
+    while i < stop:
+        token = _REPAIR_TOKEN.match(text, i, stop)
+        if not token:
+            return None, i
+        kind, piece = token.lastgroup, token.group()
+        if kind == "quote":
+            string = _STRING[piece].match(text, i, stop)
+            if not string:
+                return None, stop
+            out.append(_as_json_string(string[1], piece, fixes))
+        elif kind == "word":
+            if piece in _PY_LITERALS:
                 fixes.add("python_literals")
-            elif word not in _JSON_WORDS and not _NUMBER.fullmatch(word):
-                return None
-            out.append(_PY_LITERALS.get(word, word))
-            i = token.end()
-            continue
-        if char == "," and _CLOSER.match(text, i + 1):
+            elif piece not in _JSON_WORDS and not _NUMBER.fullmatch(piece):
+                return None, token.end()
+            out.append(_PY_LITERALS.get(piece, piece))
+        elif kind == "trailing":
             fixes.add("trailing_commas")
-        elif char in "{}[]:, \t\r\n":
-            out.append(char)
-            depth += (char in "{[") - (char in "}]")
         else:
-            return None
-        i += 1
+            out.append(piece)
+            depth += (kind == "open") - (kind == "close")
+        i = token.end() if kind != "quote" else string.end()
         if depth == 0:
             break
     if depth or not fixes:
-        return None
+        return None, i
     try:
-        return _Found(_DECODER.decode("".join(out)), [r for r in REPAIRS if r in fixes], start, i)
+        return _Found(_loads("".join(out)), [r for r in REPAIRS if r in fixes], start, i), i
     except json.JSONDecodeError:
-        return None
+        return None, i
 
 
-def _read_string(text: str, start: int, out: list[str], fixes: set[str]) -> int:
-    """Append the string literal at `start` to `out` as JSON text; return where it ends, or -1 if it never does."""
-    quote, i = text[start], start + 1
-    out.append('"')
+def _as_json_string(body: str, quote: str, fixes: set[str]) -> str:
+    """The contents of a string literal written with `quote`, as a double-quoted JSON string."""
     if quote == "'":
         fixes.add("single_quotes")
-    while i < len(text):
-        char = text[i]
-        if char == "\\" and i + 1 < len(text):
-            escaped = text[i + 1]
-            out.append("'" if quote == "'" and escaped == "'" else char + escaped)
-            i += 2
-            continue
-        if char == quote:
-            out.append('"')
-            return i + 1
-        if char == '"':
-            out.append('\\"')
-        elif char < " ":
-            out.append(json.dumps(char)[1:-1])
-            fixes.add("control_characters")
-        else:
-            out.append(char)
-        i += 1
-    return -1
+
+    def fix(match: re.Match) -> str:
+        if match[1] is not None:  # an escape: kept, but \' means ' in a single-quoted string
+            return "'" if quote == "'" and match[1] == "'" else match[0]
+        if match[0] == '"':
+            return '\\"'
+        fixes.add("control_characters")
+        return json.dumps(match[0])[1:-1]
+
+    return '"' + _STRING_FIX.sub(fix, body) + '"'
 
 
 def _holds_object(value: object) -> bool:
@@ -246,38 +372,38 @@ def _is_action(value: object) -> bool:
     return bool(items) and all(isinstance(item, dict) and "type" in item for item in items)
 
 
-def _invalid_json(text: str, error: json.JSONDecodeError) -> ParseError:
+def _invalid_json(text: str, position: int, reason: str) -> ParseError:
     """The decoder's message, its line and column, and the text near the error with a caret under it."""
-    line_start = text.rfind("\n", 0, error.pos) + 1
-    line_end = text.find("\n", error.pos)
-    column = error.pos - line_start
+    line_start = text.rfind("\n", 0, position) + 1
+    line_end = text.find("\n", position)
+    column = position - line_start
     left = max(0, column - 40)
-    snippet = text[line_start + left:min(error.pos + 20, len(text) if line_end == -1 else line_end)]
+    snippet = text[line_start + left:min(position + 20, len(text) if line_end == -1 else line_end)]
     prefix = "..." if left else ""
     caret = " " * (len(prefix) + column - left) + "^"
     excerpt = f"{prefix}{snippet}".replace("\t", " ")
-    return ParseError("invalid_json", f"invalid JSON: {error.msg} at line {error.lineno} column {error.colno}:\n"
+    line = text.count("\n", 0, position) + 1
+    return ParseError("invalid_json", f"invalid JSON: {reason} at line {line} column {column + 1}:\n"
                                       f"  {excerpt}\n  {caret}")
 
 
-def _validate(value: object, schema: dict) -> None:
-    """Raise the most precise ParseError for a value the schema rejects."""
-    validator = Draft202012Validator(schema)
-    if validator.is_valid(value):
-        return
-    final, tools, batch = _branches(schema)
-    if isinstance(value, list) and batch is not None:
-        low, high = batch.get("minItems", 1), batch.get("maxItems", MAX_BATCH)
+def _validate(value: object, actions: ActionSchema) -> None:
+    """Raise the most precise ParseError for a value the schema rejects: the count and the nesting first,
+    then each action against the one branch its `type` and `tool` pick."""
+    batch = isinstance(value, list) and actions.batch
+    if batch:
+        low, high = actions.batch
         if not low <= len(value) <= high:
             raise ParseError("schema", f"a JSON array of tool calls must have {low}..{high} items, got {len(value)}")
-        for index, item in enumerate(value):
-            _check_item(item, f"$[{index}]", None, tools)
-    elif isinstance(value, dict):
-        _check_item(value, "$", final, tools)
-    else:
+    elif not isinstance(value, dict):
         raise ParseError("schema", f"the reply must be a JSON object, got {_KINDS[type(value)]}")
-    error = best_match(validator.iter_errors(value))
-    raise ParseError("schema", f"{error.json_path}: {_describe(error)}")
+    if _deeper_than(value, MAX_DEPTH):
+        raise ParseError("invalid_json", TOO_DEEP)
+    if batch:
+        for index, item in enumerate(value):
+            _check_item(item, f"$[{index}]", None, actions.tools)
+    else:
+        _check_item(value, "$", actions.final, actions.tools)
 
 
 def _branches(schema: dict) -> tuple[dict | None, dict[str, dict], dict | None]:
@@ -294,7 +420,8 @@ def _branches(schema: dict) -> tuple[dict | None, dict[str, dict], dict | None]:
     return final, tools, batch
 
 
-def _check_item(item: object, prefix: str, final: dict | None, tools: dict[str, dict]) -> None:
+def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
+                tools: dict[str, Draft202012Validator]) -> None:
     """Raise the most precise error for one action; `final` is None inside a batch, where only calls are allowed."""
     if not isinstance(item, dict):
         raise ParseError("schema", f"{prefix} must be a tool_call object, got {_KINDS[type(item)]}")
@@ -314,8 +441,8 @@ def _check_item(item: object, prefix: str, final: dict | None, tools: dict[str, 
     _raise_first_error(tools[name], item, prefix, tool=name)
 
 
-def _raise_first_error(branch: dict, item: dict, prefix: str, tool: str | None = None) -> None:
-    error = best_match(Draft202012Validator(branch).iter_errors(item))
+def _raise_first_error(branch: Draft202012Validator, item: dict, prefix: str, tool: str | None = None) -> None:
+    error = best_match(branch.iter_errors(item))
     if error is None:
         return
     problem = f"{prefix}{error.json_path[1:]}: {_describe(error)}"

@@ -9,8 +9,9 @@ import json
 from dataclasses import dataclass
 
 import prompts
-from agent.model import Reply
-from agent.parsing import ParseError, action_schema, parse_action
+from agent.model import Reply, tool_call
+from agent.parsing import MAX_BATCH, ActionSchema, ParseError, action_schema, load_json, parse_action
+from agent.text import scrub
 
 
 @dataclass
@@ -54,6 +55,7 @@ class PromptProtocol:
     def __init__(self, registry, constrain: bool = False):
         self.registry = registry
         self.schema = action_schema(registry.parameters())
+        self.actions = ActionSchema(self.schema)  # the validators, built once
         self.options: dict = {}
         if constrain:
             single = action_schema(registry.parameters(), batch=False)
@@ -67,11 +69,11 @@ class PromptProtocol:
 
     def parse(self, reply: Reply) -> Turn:
         try:
-            value = parse_action(reply.content, self.schema, reply.finish_reason).value
+            value = parse_action(reply.content, self.actions, reply.finish_reason).value
         except ParseError as error:
             reask = prompts.render("reask", kind=error.kind, problem=error.message,
                                    expected=prompts.load("action_format"))
-            failed = {"role": "assistant", "content": reply.content or ""}
+            failed = {"role": "assistant", "content": scrub(reply.content or "")}
             return FormatError(error.kind, error.message, [failed, {"role": "user", "content": reask}])
         message = {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)}
         if isinstance(value, dict) and value["type"] == "final":
@@ -101,43 +103,58 @@ class NativeProtocol:
         return prompts.load("native_protocol")
 
     def parse(self, reply: Reply) -> Turn:
+        """Calls whose arguments are checked (or carry the error to answer them with), a final answer, or a re-ask."""
         if not reply.tool_calls:
             if reply.finish_reason == "length":
                 return self._reask(reply, "truncated", "your reply was cut off at the token limit; answer more briefly")
             if not (reply.content or "").strip():
                 return self._reask(reply, "empty", "the reply was empty; call a tool or answer in text")
-            return Final(reply.content, {"role": "assistant", "content": reply.content})
-        tool_calls = [{**tc, "id": tc.get("id") or f"call_{i}"} for i, tc in enumerate(reply.tool_calls, 1)]
-        calls = [self._call(tc) for tc in tool_calls]
-        message = {"role": "assistant", "content": reply.content, "tool_calls": tool_calls}
+            answer = scrub(reply.content)
+            return Final(answer, {"role": "assistant", "content": answer})
+        if len(reply.tool_calls) > MAX_BATCH:
+            return self._reask(reply, "too_many_calls", f"your reply had {len(reply.tool_calls)} tool calls; "
+                                                        f"at most {MAX_BATCH} can run from one reply, none was run")
+        calls = [self._call(tc, f"call_{i}") for i, tc in enumerate(reply.tool_calls, 1)]
+        tool_calls = [scrub(tool_call(c.id, c.tool, raw)) for c, raw in calls]
+        calls = [c for c, _ in calls]
+        message = {"role": "assistant", "content": scrub(reply.content), "tool_calls": tool_calls}
         if all(c.error for c in calls):
             problem = "; ".join(c.error.removeprefix("error: ") for c in calls)
             return FormatError(calls[0].error_kind, problem, [message] + self.results(calls, [c.error for c in calls]))
         return Calls(calls, message)
 
-    def _call(self, tool_call: dict) -> Call:
-        name = tool_call["function"]["name"]
-        raw = tool_call["function"].get("arguments") or "{}"
-        call = Call(name, {}, id=tool_call["id"])
+    def _call(self, item: object, default_id: str) -> tuple[Call, str]:
+        """The call with its arguments decoded and checked (or the error to answer it with), and its
+        arguments as JSON text for the history. An odd shape is an error too, never an exception."""
+        item = item if isinstance(item, dict) else {}
+        function = item.get("function") if isinstance(item.get("function"), dict) else {}
+        name, raw, id = function.get("name"), function.get("arguments"), item.get("id")
+        call = Call(name if isinstance(name, str) else "", {}, id=id if isinstance(id, str) and id else default_id)
+        if raw is None or isinstance(raw, str) and not raw.strip():
+            raw = "{}"  # no arguments
+        if not call.tool:
+            call.error_kind = "schema"
+            call.error = f"error: a tool call without a tool name; available tools: {', '.join(self.registry.names)}"
+            return call, "{}"
         try:
-            arguments = json.loads(raw)
-        except json.JSONDecodeError as error:
-            call.error_kind = "invalid_json"
-            call.error = f"error: the arguments of {name} are not valid JSON ({error}); send a JSON object"
-            return call
+            arguments = load_json(raw) if isinstance(raw, str) else None
+        except ParseError as error:
+            call.error_kind = error.kind
+            call.error = f"error: the arguments of {name} are not valid JSON ({error.message}); send a JSON object"
+            return call, raw
         if not isinstance(arguments, dict):
             call.error_kind, call.error = "bad_arguments", f"error: the arguments of {name} must be a JSON object"
-            return call
+            return call, raw if isinstance(raw, str) else "{}"
         call.arguments = arguments
         problem = self.registry.check_arguments(name, arguments)
         if problem:
             call.error_kind = "bad_arguments" if name in self.registry else "unknown_tool"
             call.error = f"error: {problem}"
-        return call
+        return call, raw
 
     def _reask(self, reply: Reply, kind: str, problem: str) -> FormatError:
         return FormatError(kind, problem, [
-            {"role": "assistant", "content": reply.content or ""},
+            {"role": "assistant", "content": scrub(reply.content or "")},
             {"role": "user", "content": prompts.render("reask", kind=kind, problem=problem, expected="").strip()},
         ])
 

@@ -93,3 +93,90 @@ def test_every_call_of_every_step_is_paired_with_its_result(server, workspace, c
     asked = [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
     answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert asked == answered == ["a1", "b1", "b2"]
+
+
+# --- hostile replies, at the protocol and through the loop ---------------------------------
+
+from agent import Agent, Reply, ScriptedModel  # noqa: E402
+from agent.model import tool_call  # noqa: E402
+from agent.protocols import Calls, Final, FormatError, NativeProtocol  # noqa: E402
+from tools import Registry  # noqa: E402
+from tools import tool as make_tool  # noqa: E402
+
+NATIVE = NativeProtocol(Registry([make_tool(lambda **kw: json.dumps(kw, sort_keys=True), name="echo",
+                                            description="Echo.", parameters={"type": "object"})]))
+
+
+def calls_of(*tool_calls) -> Reply:
+    return Reply(tool_calls=list(tool_calls), finish_reason="tool_calls")
+
+
+def test_more_calls_than_a_batch_are_reasked_and_none_runs():
+    ran = []
+    registry = Registry([make_tool(lambda: ran.append(1), name="tick", description="Tick.",
+                                   parameters={"type": "object"})])
+    model = ScriptedModel([calls_of(*[tool_call(f"c{i}", "tick", "{}") for i in range(5000)]), Reply(content="ok")])
+    result = Agent(model, registry, NativeProtocol(registry)).run("tick")
+    assert (result.status, result.answer, result.errors, ran) == ("final", "ok", {"too_many_calls": 1}, [])
+    reask = model.calls[1]["messages"][-1]
+    assert reask["role"] == "user" and "5000 tool calls" in reask["content"] and "at most 8" in reask["content"]
+
+
+def test_eight_calls_are_run():
+    turn = NATIVE.parse(calls_of(*[tool_call(f"c{i}", "echo", {"i": i}) for i in range(8)]))
+    assert isinstance(turn, Calls) and [c.arguments for c in turn.calls] == [{"i": i} for i in range(8)]
+
+
+@pytest.mark.parametrize("arguments", [None, "", "  "])
+def test_missing_empty_or_null_arguments_mean_an_empty_object(arguments):
+    item = {"id": "c1", "type": "function", "function": {"name": "echo", "arguments": arguments}}
+    for call in (item, {"id": "c1", "type": "function", "function": {"name": "echo"}}):
+        turn = NATIVE.parse(calls_of(call))
+        assert isinstance(turn, Calls) and turn.calls[0].arguments == {} and turn.calls[0].error is None
+        assert turn.message["tool_calls"][0]["function"] == {"name": "echo", "arguments": "{}"}
+
+
+def test_null_arguments_run_through_the_loop():
+    registry = NATIVE.registry
+    model = ScriptedModel([calls_of({"id": "c1", "type": "function", "function": {"name": "echo", "arguments": None}}),
+                           Reply(content="done")])
+    result = Agent(model, registry, NativeProtocol(registry)).run("echo")
+    assert result.tool_calls == [{"tool": "echo", "arguments": {}, "ok": True}]
+    assert model.calls[1]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "{}"}
+
+
+@pytest.mark.parametrize("item", [
+    {"id": "c1"}, {"id": "c1", "function": None}, {"id": "c1", "function": "echo"}, {"id": "c1", "function": {}},
+    {"id": "c1", "function": {"name": 7, "arguments": "{}"}}, {"id": "c1", "function": {"name": None}},
+    "echo", None, {"id": "c1", "function": {"name": "echo", "arguments": 7}},
+    {"id": "c1", "function": {"name": "echo", "arguments": "[1]"}},
+], ids=range(10))
+def test_a_tool_call_of_odd_shape_is_answered_with_an_error(item):
+    turn = NATIVE.parse(calls_of(item))
+    assert isinstance(turn, FormatError) and turn.kind in ("schema", "bad_arguments")
+    (tool_message,) = [m for m in turn.messages if m["role"] == "tool"]
+    assert tool_message["content"].startswith("error: ")
+    assert "echo" in tool_message["content"]  # names the tool, or lists the tools there are
+    (sent,) = turn.messages[0]["tool_calls"]  # what goes back to the API is well-formed
+    assert sent["id"] == tool_message["tool_call_id"] and sent["type"] == "function"
+    assert isinstance(sent["function"]["name"], str) and isinstance(sent["function"]["arguments"], str)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ('{"n": ' + "1" * 5000 + "}", "a number in the JSON has too many digits"),
+    ('{"n": ' + "[" * 100_000 + "}", "the JSON is nested too deeply"),
+    ('{"n": ' + "[" * 900 + "]" * 900 + "}", "the JSON is nested too deeply (more than 500 levels)"),
+    ('{"n": 1, "n": 2}', "duplicate key 'n' in an object"),
+], ids=["huge int", "deep", "deep but decodable", "duplicate key"])
+def test_arguments_that_python_cannot_decode_are_invalid_json(arguments, message):
+    turn = NATIVE.parse(calls_of(tool_call("c1", "echo", arguments)))
+    assert isinstance(turn, FormatError) and turn.kind == "invalid_json"
+    assert message in turn.problem and turn.problem.startswith("the arguments of echo are not valid JSON")
+
+
+def test_lone_surrogates_are_replaced_in_arguments_and_answers():
+    turn = NATIVE.parse(calls_of(tool_call("c1", "echo", '{"\\ud800k": "a\\udfffb"}')))
+    assert turn.calls[0].arguments == {"\ufffdk": "a\ufffdb"}
+    json.dumps(turn.message, ensure_ascii=False).encode()  # the history stays encodable
+    final = NATIVE.parse(Reply(content="half a pair: \ud800"))
+    assert isinstance(final, Final) and final.answer == "half a pair: \ufffd"

@@ -1,6 +1,5 @@
 """Specification of reply parsing: lenient extraction, conservative repairs, strict and precise validation."""
 import json
-import time
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -355,12 +354,10 @@ def test_other_finish_reasons_keep_the_real_error():
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000, "{" * 20_000, '{"type": "final", "answer": ' + "[" * 100_000,
-                                  '{"a":' * 100_000])
+                                  '{"a":' * 50_000], ids=["[", "{", "answer [", '{"a":'])
 def test_huge_nesting_is_invalid_json_not_a_crash(text):
-    started = time.perf_counter()
     error = error_of(text)
     assert error.kind == "invalid_json"
-    assert time.perf_counter() - started < 2
 
 
 def test_deep_but_decodable_nesting_is_a_schema_error():
@@ -369,7 +366,113 @@ def test_deep_but_decodable_nesting_is_a_schema_error():
 
 
 @pytest.mark.parametrize("text", ["{'x' [True, " * 2000 + CALC, "d = {'a': f(x), " * 2000 + CALC])
-def test_a_long_reply_full_of_repairable_looking_brackets_is_fast(text):
-    started = time.perf_counter()
+def test_a_long_reply_full_of_repairable_looking_brackets_still_finds_the_action(text):
     assert parse(text).value == CALC_VALUE
-    assert time.perf_counter() - started < 2
+
+
+# --- hostile replies: every one is a ParseError of a known kind ----------------------------
+
+from agent.parsing import MAX_REPLY_CHARS, ActionSchema  # noqa: E402
+
+
+def test_a_reply_over_the_size_limit_is_too_long_and_says_the_sizes():
+    text = "[" + '{"a":1}, ' * 35_000 + '{"a":1}]'
+    error = error_of(text)
+    assert error.kind == "too_long"
+    assert f"{len(text):,} characters" in error.message and f"{MAX_REPLY_CHARS:,}" in error.message
+    assert error.message.endswith("send one short JSON action")
+
+
+def test_a_reply_over_the_size_limit_at_the_token_limit_is_truncated():
+    assert error_of("x" * (MAX_REPLY_CHARS + 1), finish_reason="length").kind == "truncated"
+
+
+def test_a_reply_at_the_size_limit_is_still_read():
+    text = CALC + " " * (MAX_REPLY_CHARS - len(CALC))
+    assert parse(text).value == CALC_VALUE
+
+
+def test_a_huge_batch_is_refused_by_its_count():
+    count = 25_000
+    error = error_of("[" + ", ".join(['{"a":1}'] * count) + "]")
+    assert (error.kind, error.message) == ("schema", f"a JSON array of tool calls must have 1..8 items, got {count}")
+
+
+@pytest.mark.parametrize("text", ["<think>" * 35_000, "<think> " + "lorem ipsum " * 20_000,
+                                  "<think></thinking>" * 14_000, "<think><thinking>x</thinking>" * 8_000,
+                                  "</think><think>" * 16_000], ids=range(5))
+def test_unclosed_think_blocks_of_any_shape_are_all_reasoning(text):
+    error = error_of(text + CALC)
+    assert error.kind == "no_json"
+
+
+def test_a_block_closes_at_the_first_closing_tag_of_its_name_however_many_openings():
+    assert parse("<think>" * 10_000 + "</think>" + CALC).value == CALC_VALUE
+    assert parse("<think>a<thinking>b" * 5_000 + "</think>" + CALC).value == CALC_VALUE
+
+
+def test_many_broken_objects_report_the_first_one():
+    error = error_of("{a" * 100_000)
+    assert error.kind == "invalid_json"
+    assert error.message.startswith(
+        "invalid JSON: Expecting property name enclosed in double quotes at line 1 column 2:")
+
+
+def test_many_broken_keys_report_the_first_one():
+    error = error_of('{"' * 100_000)
+    assert error.kind == "invalid_json"
+    assert error.message.startswith("invalid JSON: Expecting ':' delimiter at line 1 column 5:")
+
+
+def test_an_unclosed_fence_with_a_long_tag_is_no_json():
+    assert error_of("```" + "a" * 200_000).kind == "no_json"
+
+
+def test_the_repair_pass_stops_at_its_budget_and_reports_the_broken_value():
+    error = error_of("{'x' [True, " * 20_000)
+    assert error.kind == "invalid_json"
+    assert "at line 1 column 2:" in error.message
+
+
+HUGE = "1" * 5000
+
+
+@pytest.mark.parametrize("text", [
+    '{"type": "final", "answer": ' + HUGE + "}",
+    '{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "1", "n": [' + HUGE + "]}}",
+    "{'type': 'final', 'answer': " + HUGE + "}",
+    HUGE,
+    "```json\n" + HUGE + "\n```",
+    f"Here [{HUGE}] is a number, and {CALC}",
+], ids=range(6))
+def test_an_integer_too_long_for_python_is_invalid_json(text):
+    error = error_of(text)
+    assert error.kind == "invalid_json"
+    assert error.message.startswith("a number in the JSON has too many digits")
+
+
+@pytest.mark.parametrize("text", ['{"type": "final", "answer": ' + "[" * 900 + "]" * 900 + "}",
+                                  "[" * 900 + "]" * 900, "```json\n" + "[" * 900 + "]" * 900 + "\n```",
+                                  "[" * 100_000, '{"type": "final", "answer": ' + "{\"a\": " * 900 + "1" + "}" * 901],
+                         ids=range(5))
+def test_nesting_beyond_the_limit_is_invalid_json_with_a_clear_message(text):
+    error = error_of(text)
+    assert (error.kind, error.message) == ("invalid_json", "the JSON is nested too deeply (more than 500 levels)")
+
+
+def test_lone_surrogates_are_replaced_in_answers_keys_and_arguments():
+    assert parse('{"type": "final", "answer": "a\\ud800b\\udfff"}').value["answer"] == "a\ufffdb\ufffd"
+    flags = parse_action('{"type": "tool_call", "tool": "flags", "arguments": {"d": ["\\udc00"]}}', FLAGS)
+    assert flags.value["arguments"] == {"d": ["\ufffd"]}
+    json.dumps(flags.value, ensure_ascii=False).encode()  # encodable: no lone surrogate left
+    assert parse('{"type": "final", "answer": "\\ud83d\\ude80"}').value["answer"] == "🚀"  # a pair is kept
+
+
+def test_a_precompiled_action_schema_gives_the_same_results():
+    compiled = ActionSchema(SCHEMA)
+    assert parse_action(CALC, compiled) == parse(CALC)
+    for text in ['{"type": "tool_call", "tool": "calculator", "arguments": {}}', f"[{CALC}, {FINAL}]",
+                 '{"type": "tool_call", "tool": "web", "arguments": {}}']:
+        with pytest.raises(ParseError) as caught:
+            parse_action(text, compiled)
+        assert (caught.value.kind, caught.value.message) == (error_of(text).kind, error_of(text).message)

@@ -226,3 +226,13 @@ def test_builtin_registry_has_the_builtin_tools_in_order(tmp_path):
     assert registry.call("calculator", {"expression": "6*7"}) == ToolResult(True, "42")
     assert registry.call("write_file", {"path": "a.txt", "content": "hi"}).ok
     assert registry.call("read_file", {"path": "a.txt"}) == ToolResult(True, "hi")
+
+
+def test_run_uses_arguments_as_checked_and_call_still_checks_them():
+    registry = Registry([greet])
+    assert registry.run("greet", {"name": "Ada", "times": 2}) == ToolResult(True, "hello hello Ada")
+    # run trusts its caller: arguments the schema refuses reach the function, whose failure becomes a result
+    unchecked = registry.run("greet", {"name": 5})
+    assert not unchecked.ok and unchecked.text.startswith("error: greet failed: TypeError")
+    assert registry.call("greet", {"name": 5}).text.startswith("error: invalid arguments for greet: $.name")
+    assert registry.run("nope", {}) == ToolResult(False, "error: unknown tool 'nope'; available tools: greet")

@@ -146,13 +146,21 @@ class Registry:
         return f"{error.json_path}: {_shorten(error.message)}"
 
     def call(self, name: str, arguments: dict) -> ToolResult:
-        """Run a tool; every failure becomes an 'error: ...' result, nothing is raised."""
+        """Check the arguments, then run the tool; every failure becomes an 'error: ...' result, nothing is raised."""
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return ToolResult(False, f"error: {self._unknown(name)}")
         problem = self.check_arguments(name, arguments)
         if problem is not None:
             return ToolResult(False, f"error: invalid arguments for {name}: {problem} (expected: {_signature(tool)})")
+        return self.run(name, arguments)
+
+    def run(self, name: str, arguments: dict) -> ToolResult:
+        """Run a tool with arguments already checked against its parameters (check_arguments, or a
+        validated action); like `call`, but without checking them again."""
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return ToolResult(False, f"error: {self._unknown(name)}")
         try:
             return ToolResult(True, _as_text(tool.function(**arguments)))
         except ToolError as error:
