@@ -29,6 +29,7 @@ _FENCE = re.compile(r"```[\w-]*+[ \t]*+\n?(.*?)```", re.S)  # possessive: no bac
 # a `{` or `[` where strict decoding can get past the first character, else one where it fails right there
 _START = re.compile(r"""(?P<value>\{(?=[ \t\n\r]*+["}])|\[(?=[ \t\n\r]*+["{\[\]\-0-9tfnNI]))"""
                     r"""|(?P<brace>\{)[ \t\n\r]*+|\[[ \t\n\r]*+""")
+_BRACKET = re.compile(r"[{\[]")
 _NO_NAME, _NO_VALUE = "Expecting property name enclosed in double quotes", "Expecting value"  # as json says
 _WINDOW = 128  # characters first decoded at a candidate `{` or `[`; doubled while decoding runs into the end
 _MARGIN = 16  # an error this close to the end of a window may come from the cut (a literal or number split)
@@ -102,6 +103,7 @@ class ActionSchema:
         final, tools, batch = _branches(schema)
         self.final = final and Draft202012Validator(final)
         self.tools = {name: Draft202012Validator(branch) for name, branch in tools.items()}
+        self.arguments = {name: Draft202012Validator(branch["properties"]["arguments"]) for name, branch in tools.items()}
         self.batch = batch and (batch.get("minItems", 1), batch.get("maxItems", MAX_BATCH))
 
 
@@ -210,7 +212,8 @@ def _scan(text: str) -> tuple[list[_Found], tuple | None]:
     """
     found, failure, position = [], None, 0
     repair_calls, repair_chars = _REPAIR_CALLS, _REPAIR_CHARS
-    while match := _START.search(text, position):
+    while bracket := _BRACKET.search(text, position):  # a plain class first: much faster over prose
+        match = _START.match(text, bracket.start())
         start = match.start()
         if match["value"]:
             try:
@@ -401,9 +404,25 @@ def _validate(value: object, actions: ActionSchema) -> None:
         raise ParseError("invalid_json", TOO_DEEP)
     if batch:
         for index, item in enumerate(value):
-            _check_item(item, f"$[{index}]", None, actions.tools)
-    else:
+            if not _plainly_valid(item, actions, batch=True):
+                _check_item(item, f"$[{index}]", None, actions.tools)
+    elif not _plainly_valid(value, actions):
         _check_item(value, "$", actions.final, actions.tools)
+
+
+_CALL_KEYS, _FINAL_KEYS = {"type", "tool", "arguments"}, {"type", "answer"}
+
+
+def _plainly_valid(item: object, actions: ActionSchema, batch: bool = False) -> bool:
+    """The common case, checked fast: a well-formed call whose arguments fit, or a final answer.
+    Anything else goes through the branch's full validator, which finds the most precise error."""
+    if not isinstance(item, dict):
+        return False
+    if (item.keys() == _CALL_KEYS and item["type"] == "tool_call" and isinstance(item["tool"], str)
+            and item["tool"] in actions.arguments):
+        return actions.arguments[item["tool"]].is_valid(item["arguments"])
+    return (not batch and actions.final is not None and item.keys() == _FINAL_KEYS and item["type"] == "final"
+            and isinstance(item["answer"], str))
 
 
 def _branches(schema: dict) -> tuple[dict | None, dict[str, dict], dict | None]:

@@ -138,6 +138,7 @@ def over_http(command: str, steps: int) -> float:
 
 def main() -> None:
     peer = f"smolagents {smolagents.__version__}" if smolagents else "smolagents (not installed)"
+    ours("prompt", 20), ours("native", 20)  # warm up: first imports, first compiled validators
     print(f"{'in process, instant scripted model':<40} {'ours, prompt':>14} {'ours, native':>14} {peer:>20}")
     for steps in (100, 400, 1000):
         prompt, native = ours("prompt", steps)[0], ours("native", steps)[0]

@@ -476,3 +476,11 @@ def test_a_precompiled_action_schema_gives_the_same_results():
         with pytest.raises(ParseError) as caught:
             parse_action(text, compiled)
         assert (caught.value.kind, caught.value.message) == (error_of(text).kind, error_of(text).message)
+
+
+@pytest.mark.parametrize("tool", [[1], {"a": 1}, None, 3])
+def test_a_tool_name_that_is_not_a_string_is_a_schema_error(tool):
+    reply = json.dumps({"type": "tool_call", "tool": tool, "arguments": {}})
+    with pytest.raises(ParseError) as caught:
+        parse_action(reply, SCHEMA)
+    assert caught.value.kind == "schema" and "must be the name of a tool" in caught.value.message

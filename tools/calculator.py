@@ -22,6 +22,8 @@ MAX_BITS = _LIMIT.bit_length()  # an integer with more bits has too many digits
 _ALLOWED = "use numbers, + - * / // % **, parentheses, math functions like sqrt(2) and the constants pi, e, tau"
 _SYMBOLS = {"×": "*", "·": "*", "⋅": "*", "÷": "/", "−": "-", "–": "-", "^": "**"}
 _SUPERSCRIPT = re.compile("⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+_FLOAT_LITERAL = re.compile(r"(?<![\w.])(?:\d[\d_]*)?\.?\d[\d_]*(?:[eE][-+]?\d[\d_]*)?")
+_ASCII_SPACES = str.maketrans("\t\n\r\x0b\x0c", "     ")
 _SUPERSCRIPT_DIGITS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
 _TOO_MANY_DIGITS = (
     f"result too large (more than {MAX_DIGITS:,} digits); for numbers this big work with logarithms, "
@@ -127,7 +129,7 @@ def evaluate(expression: str) -> Number:
     _check_nesting(text)
     try:
         tree = ast.parse(text, mode="eval")
-        _check_float_literals(tree, text)
+        _check_float_literals(text)
         return _eval(tree.body, 0)
     except SyntaxError as error:
         index = min(max((error.offset or 1) - 1, 0), len(origin))
@@ -141,6 +143,11 @@ def evaluate(expression: str) -> Number:
 
 def _normalize(expression: str) -> tuple[str, list[int]]:
     """Replace typed symbols (× ÷ − ^ ²³) by Python operators; also return each character's original index."""
+    if expression.isascii() and "^" not in expression:  # the common case: nothing to replace
+        text = expression.translate(_ASCII_SPACES)
+        start = len(text) - len(text.lstrip())
+        stripped = text.strip()
+        return stripped, list(range(start, start + len(stripped)))
     chars: list[str] = []
     origin: list[int] = []
     index = 0
@@ -172,13 +179,12 @@ def _check_nesting(text: str) -> None:
         raise ToolError(f"expression nested too deeply (more than {MAX_NESTING} levels of parentheses)")
 
 
-def _check_float_literals(tree: ast.AST, text: str) -> None:
+def _check_float_literals(text: str) -> None:
     """Refuse a literal like 1e-400 that is not zero but reads as 0.0."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and node.value == 0 and isinstance(node.value, float):
-            mantissa = (ast.get_source_segment(text, node) or "").lower().partition("e")[0]
-            if any(digit in mantissa for digit in "123456789"):
-                raise ToolError(_UNDERFLOW)
+    for literal in _FLOAT_LITERAL.finditer(text):
+        mantissa = literal.group().lower().partition("e")[0]
+        if float(literal.group()) == 0 and any(digit in mantissa for digit in "123456789"):
+            raise ToolError(_UNDERFLOW)
 
 
 def _eval(node: ast.AST, depth: int) -> Number:
