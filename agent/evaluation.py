@@ -20,6 +20,7 @@ from agent.cli import (ConfigError, add_model_options, build_model, choose_endpo
 from agent.config import DEFAULT_BASE_URL, Endpoint
 from agent.loop import Agent, RunResult, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
+from agent.scripted_tools import scripted_registry
 from agent.suite import BUILTIN, Task, check_run, load_suite, write_files
 from tools import builtin_registry
 from tools.files import atomic_write
@@ -30,6 +31,7 @@ ALL_MODEL_ERRORS = 3
 MAX_REPEAT = 1000
 MAX_WORKERS = 64
 INTERRUPTED = 130
+UNCATEGORISED = "(no category)"
 
 
 @dataclass
@@ -46,9 +48,9 @@ def run_task(task: Task, make_protocol: Callable, model, settings: Settings, lab
         with tempfile.TemporaryDirectory(prefix="agent-eval-") as folder:
             workspace = Path(folder)
             write_files(workspace, task)
-            registry = builtin_registry(str(workspace))
+            registry = scripted_registry(task.tools, task.results) if task.tools else builtin_registry(str(workspace))
             result = Agent(model, registry, make_protocol(registry), settings).run(task.task)
-            checks = check_run(task.checks, result.answer, [c["tool"] for c in result.tool_calls], workspace)
+            checks = check_run(task.checks, result.answer, result.tool_calls, workspace)
     except Exception as error:
         result, checks = RunResult(status="error", error=f"{type(error).__name__}: {error}"), []
         result.seconds = round(time.monotonic() - started, 3)
@@ -97,7 +99,7 @@ def run_eval(tasks: list[Task], protocols: dict[str, Callable], model, settings:
 
 
 def summarize(runs: list[dict], labels: list[str]) -> dict[str, dict]:
-    """Totals and means per protocol label, and what went wrong, by type."""
+    """Totals and means per protocol label, pass rates by task category, and what went wrong, by type."""
     summary = {}
     for label in labels:
         mine = [r for r in runs if r["protocol"] == label]
@@ -109,14 +111,22 @@ def summarize(runs: list[dict], labels: list[str]) -> dict[str, dict]:
             else:
                 checks.update(c["check"] for c in r["checks"] if not c["ok"])
         total = partial(_total, mine)
+        categories = {}
+        for category in dict.fromkeys(r["category"] or UNCATEGORISED for r in mine):
+            these = [r for r in mine if (r["category"] or UNCATEGORISED) == category]
+            passed = _total(these, "passed")
+            categories[category] = {"runs": len(these), "passed": passed, "pass_rate": round(passed / len(these), 4)}
+        unusable = total("reasks") + statuses["format_errors"]
         summary[label] = {
             "runs": len(mine), "passed": total("passed"), "pass_rate": round(total("passed") / count, 4),
             "mean_steps": round(total("steps") / count, 2), "mean_model_calls": round(total("model_calls") / count, 2),
             "reasks": total("reasks"), "argument_errors": errors["bad_arguments"], "model_calls": total("model_calls"),
+            "unusable_replies": unusable, "unusable_rate": round(unusable / (total("model_calls") or 1), 4),
             "prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens"),
             "usage_missing": total("usage_missing"), "seconds": round(total("seconds"), 2),
             "mean_seconds": round(total("seconds") / count, 2),
             "statuses": dict(statuses), "failed_checks": dict(checks), "errors": dict(errors),
+            "categories": categories,
         }
     return summary
 
@@ -135,11 +145,18 @@ def table_rows(summary: dict[str, dict]) -> list[list[str]]:
         ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
         ("mean model calls", lambda s: f"{s['mean_model_calls']:.1f}"),
         ("re-asks", lambda s: str(s["reasks"])),
+        ("unusable replies", lambda s: f"{s['unusable_replies']} ({s['unusable_rate']:.1%} of replies)"),
         ("argument errors", lambda s: str(s["argument_errors"])),
         ("prompt tokens", lambda s: _tokens(s, "prompt_tokens")),
         ("completion tokens", lambda s: _tokens(s, "completion_tokens")),
         ("wall seconds", lambda s: f"{s['seconds']:.1f} (mean {s['mean_seconds']:.1f})"),
     )]
+    categories = list(dict.fromkeys(c for s in stats for c in s["categories"]))
+    if categories != [UNCATEGORISED]:
+        rows.append(["passed, by category"])
+        rows += [[f"  {category}"] + [_category_cell(s["categories"].get(category)) for s in stats]
+                 for category in categories]
+        rows.append(["  all"] + [_category_cell(s) for s in stats])
     rows.append(["failed runs, by cause"])
     rows += [[f"  ended {status}"] + [str(s["statuses"].get(status, 0)) for s in stats] for status in FAILED_STATUSES]
     for check in sorted({c for s in stats for c in s["failed_checks"]}):
@@ -147,8 +164,12 @@ def table_rows(summary: dict[str, dict]) -> list[list[str]]:
     kinds = sorted({k for s in stats for k in s["errors"]})
     rows.append(["malformed replies and calls, by kind"])
     kind_rows = [[f"  {kind}"] + [str(s["errors"].get(kind, 0)) for s in stats] for kind in kinds]
-    rows += kind_rows or [["  none"] + [""] * len(stats)]
+    rows += kind_rows or [["  (none)"] + [""] * len(stats)]
     return rows
+
+
+def _category_cell(stats: dict | None) -> str:
+    return f"{stats['passed']}/{stats['runs']} ({stats['pass_rate']:.1%})" if stats else "-"
 
 
 def _tokens(stats: dict, key: str) -> str:

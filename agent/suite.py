@@ -14,6 +14,18 @@ Checks (all given must hold; a run whose status is not "final" fails whatever th
 - file_equals: {path: content}: the file holds exactly this after the run (one trailing newline ignored).
 - tools_called: tools that must each be called at least once.
 - tools_not_called: tools that must not be called.
+- calls_match: calls the run must make, in any order: [{"tool", "arguments": {arg: [acceptable values]},
+  "optional": [args that may be left out]}]. Each is matched by a distinct call made; an argument given must
+  be listed (with one of its values: numbers by value, strings trimmed and case-insensitively) or optional
+  (an optional argument not in "arguments" may take any value). Any other call made must repeat a matched
+  one exactly; a call to another tool, or to an expected one with other arguments, fails the check.
+- no_call: true: no tool may be called (a question no offered tool fits).
+Checks read every call the run made, malformed ones included; a reply whose every call is malformed is
+re-asked, not made.
+
+A line may bring its own tools instead of the built-in ones: "tools" is a list of OpenAI function specs
+and "results" scripts their answers ({tool: [{"when": {arg: [values]}, "result": ...}, {"result": default}]},
+see agent.scripted_tools); the run then sees only those tools.
 """
 from __future__ import annotations
 
@@ -29,12 +41,33 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from agent.config import ConfigError
+from agent.scripted_tools import accepts, same, scripted_registry
 
 BUILTIN = "built-in"
 MAX_SUITE_BYTES = 50_000_000
 
 _strings = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
 _path = {"type": "string", "minLength": 1}
+_name = {"type": "string", "pattern": r"^[A-Za-z0-9_-]{1,64}$"}
+_pattern = {"type": "object", "additionalProperties": {"type": "array", "minItems": 1}}  # arg: acceptable values
+_tool_spec = {
+    "type": "object", "required": ["type", "function"], "additionalProperties": False,
+    "properties": {
+        "type": {"const": "function"},
+        "function": {
+            "type": "object", "required": ["name", "description"], "additionalProperties": False,
+            "properties": {
+                "name": _name, "description": {"type": "string", "minLength": 1}, "strict": {"type": "boolean"},
+                "parameters": {"type": "object", "required": ["type"], "properties": {"type": {"const": "object"}}},
+            },
+        },
+    },
+}
+_rule = {"type": "object", "required": ["result"], "additionalProperties": False,
+         "properties": {"when": {**_pattern, "minProperties": 1}, "result": {}}}
+_expected_call = {"type": "object", "required": ["tool"], "additionalProperties": False,
+                  "properties": {"tool": _name, "arguments": _pattern,
+                                 "optional": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}
 TASK_SCHEMA = {
     "type": "object",
     "required": ["id", "task", "checks"],
@@ -44,6 +77,8 @@ TASK_SCHEMA = {
         "category": {"type": "string", "minLength": 1},
         "task": {"type": "string", "minLength": 1},
         "files": {"type": "object", "propertyNames": _path, "additionalProperties": {"type": "string"}},
+        "tools": {"type": "array", "minItems": 1, "items": _tool_spec},
+        "results": {"type": "object", "additionalProperties": {"type": "array", "minItems": 1, "items": _rule}},
         "checks": {
             "type": "object",
             "minProperties": 1,
@@ -61,6 +96,8 @@ TASK_SCHEMA = {
                                 "additionalProperties": {"type": "string"}},
                 "tools_called": _strings,
                 "tools_not_called": _strings,
+                "calls_match": {"type": "array", "minItems": 1, "items": _expected_call},
+                "no_call": {"const": True},
             },
         },
     },
@@ -76,6 +113,8 @@ class Task:
     files: dict[str, str] = field(default_factory=dict)
     category: str = ""
     line: int = 0
+    tools: list[dict] = field(default_factory=list)  # OpenAI function specs; empty: the built-in tools
+    results: dict[str, list[dict]] = field(default_factory=dict)  # scripted answers, by tool
 
 
 def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> list[Task]:
@@ -125,11 +164,73 @@ def _parse_line(line: str, number: int, tool_names: set[str] | None) -> Task:
         problem = unsafe_path(relative)
         if problem:
             raise ValueError(f"path {relative!r} {problem}")
-    named = set(data["checks"].get("tools_called", [])) | set(data["checks"].get("tools_not_called", []))
+    _check_tool_use(data, tool_names)
+    return Task(data["id"], data["task"], data["checks"], data.get("files", {}), data.get("category", ""), number,
+                data.get("tools", []), data.get("results", {}))
+
+
+def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
+    """The tools the checks name exist (the line's own, when it has some), and its own tools, their scripted
+    results and the calls expected of them are sound."""
+    checks = data["checks"]
+    parameters = _own_tools(data["tools"], data.get("results", {})) if "tools" in data else None
+    if parameters is not None:
+        tool_names = set(parameters)
+    elif "results" in data:
+        raise ValueError("results script the line's own tools; add \"tools\" or remove \"results\"")
+    if checks.get("no_call") and "calls_match" in checks:
+        raise ValueError("checks: no_call and calls_match contradict each other; keep one")
+    calls = checks.get("calls_match", [])
+    named = set(checks.get("tools_called", [])) | set(checks.get("tools_not_called", [])) | {c["tool"] for c in calls}
     unknown = sorted(named - tool_names) if tool_names is not None else []
     if unknown:
         raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names))}")
-    return Task(data["id"], data["task"], data["checks"], data.get("files", {}), data.get("category", ""), number)
+    for index, expected in enumerate(calls if parameters is not None else []):
+        _check_expected_call(expected, parameters[expected["tool"]], f"checks/calls_match/{index}")
+
+
+def _own_tools(specs: list[dict], results: dict) -> dict[str, dict]:
+    """Each tool's parameters by name, once the tools and their scripted results are known to be sound."""
+    try:
+        registry = scripted_registry(specs, results)
+    except ValueError as error:
+        raise ValueError(f"tools: {error}") from None
+    parameters = registry.parameters()
+    for name, rules in results.items():
+        if name not in parameters:
+            raise ValueError(f"results: no tool {name!r} in tools; tools: {', '.join(parameters)}")
+        for index, rule in enumerate(rules):
+            _check_pattern(rule.get("when", {}), parameters[name], f"results/{name}/{index}/when")
+    return parameters
+
+
+def _check_expected_call(expected: dict, parameters: dict, at: str) -> None:
+    """An expected call that the tool's own schema would make impossible is a mistake in the suite."""
+    pattern, optional = expected.get("arguments", {}), expected.get("optional", [])
+    _check_pattern(pattern, parameters, f"{at}/arguments")
+    properties = parameters.get("properties", {})
+    for name in optional:
+        if name not in properties:
+            raise ValueError(f"{at}/optional: {expected['tool']} has no parameter {name!r}")
+    unlisted = [name for name in parameters.get("required", []) if name not in pattern and name not in optional]
+    if unlisted:
+        raise ValueError(f"{at}: required parameter {', '.join(unlisted)} of {expected['tool']} is neither in "
+                         "arguments nor optional, so no call could match")
+
+
+def _check_pattern(pattern: dict, parameters: dict, at: str) -> None:
+    """Each argument named is a parameter of the tool, and each acceptable value fits that parameter's schema."""
+    properties = parameters.get("properties", {})
+    for name, values in pattern.items():
+        if name not in properties:
+            raise ValueError(f"{at}: no parameter {name!r}; parameters: {', '.join(properties) or 'none'}")
+        schema = {**properties[name], "$defs": parameters.get("$defs", {})} if isinstance(
+            properties[name], dict) else properties[name]
+        for value in values:
+            error = best_match(Draft202012Validator(schema).iter_errors(value))
+            if error is not None:
+                raise ValueError(f"{at}/{name}: the acceptable value {_short(value)} does not fit the parameter: "
+                                 f"{error.message[:120]}")
 
 
 def _not_a_number(word: str):
@@ -167,12 +268,15 @@ def write_files(workspace: Path, task: Task) -> None:
         target.write_text(content, encoding="utf-8", newline="")
 
 
-def check_run(checks: dict, answer: str | None, tools: list[str], workspace: Path,
+def check_run(checks: dict, answer: str | None, calls: list[dict], workspace: Path,
               now: datetime | None = None) -> list[dict]:
-    """One {"check", "ok", "detail"} per check, in the order the task gives them."""
+    """One {"check", "ok", "detail"} per check, in the order the task gives them.
+
+    ``calls`` are the run's tool calls, {"tool", "arguments"} each (a RunResult's tool_calls).
+    """
     results = []
     for name, expected in checks.items():
-        ok, detail = CHECKS[name](expected, answer or "", tools, workspace, now)
+        ok, detail = CHECKS[name](expected, answer or "", calls, workspace, now)
         results.append({"check": name, "ok": ok, "detail": detail})
     return results
 
@@ -219,14 +323,79 @@ def _file_equals(expected, answer, tools, workspace, now):
     return not problems, "; ".join(problems) or "as expected"
 
 
-def _tools_called(expected, answer, tools, workspace, now):
-    missing = [t for t in expected if t not in tools]
+def _tools_called(expected, answer, calls, workspace, now):
+    missing = [t for t in expected if t not in {c["tool"] for c in calls}]
     return not missing, f"not called: {', '.join(missing)}" if missing else "all called"
 
 
-def _tools_not_called(expected, answer, tools, workspace, now):
-    called = [t for t in expected if t in tools]
+def _tools_not_called(expected, answer, calls, workspace, now):
+    called = [t for t in expected if t in {c["tool"] for c in calls}]
     return not called, f"called: {', '.join(called)}" if called else "none called"
+
+
+def _no_call(expected, answer, calls, workspace, now):
+    names = list(dict.fromkeys(c["tool"] for c in calls))
+    return not calls, f"called: {', '.join(names)}" if calls else "no call made"
+
+
+def _calls_match(expected, answer, calls, workspace, now):
+    """Each expected call is matched by a distinct call made, in any order; every other call made must
+    repeat a matched one exactly (same tool, same arguments); a call to anything else fails the check."""
+    made = [(c["tool"], c["arguments"]) for c in calls]
+    owner = _assign(expected, made)  # made index -> expected index
+    missed = [want for index, want in enumerate(expected) if index not in owner.values()]
+    problems = [_why_unmatched(want, made, [made[j] for j in range(len(made)) if j not in owner]) for want in missed]
+    for j, (tool, arguments) in enumerate(made):  # a wrong call to a missed tool is told above, as a mismatch
+        if j not in owner and tool not in {want["tool"] for want in missed} and not any(
+                made[k][0] == tool and same(made[k][1], arguments) for k in owner):
+            problems.append(f"unexpected call {tool}({_short(arguments)})")
+    if problems:
+        return False, "; ".join(dict.fromkeys(problems))
+    return True, f"{len(expected)} of {len(expected)} expected calls made"
+
+
+def _argument_problems(expected: dict, arguments: dict) -> list[str]:
+    """What keeps a call's arguments from matching an expected call; empty when they match."""
+    pattern, optional = expected.get("arguments", {}), set(expected.get("optional", []))
+    problems = []
+    for name, values in pattern.items():
+        if name not in arguments:
+            if name not in optional:
+                problems.append(f"{name} missing")
+        elif not accepts(values, arguments[name]):
+            problems.append(f"{name}={_short(arguments[name])}, expected one of {_short(values)}")
+    problems += [f"unexpected argument {name}" for name in arguments if name not in pattern and name not in optional]
+    return problems
+
+
+def _assign(expected: list[dict], made: list[tuple[str, dict]]) -> dict[int, int]:
+    """As many expected calls as possible, each matched to a distinct call made (augmenting paths)."""
+    fitting = [[j for j, (tool, arguments) in enumerate(made)
+                if tool == want["tool"] and not _argument_problems(want, arguments)] for want in expected]
+    owner: dict[int, int] = {}
+
+    def place(index: int, tried: set[int]) -> bool:
+        for j in fitting[index]:
+            if j not in tried:
+                tried.add(j)
+                if j not in owner or place(owner[j], tried):
+                    owner[j] = index
+                    return True
+        return False
+
+    for index in range(len(expected)):
+        place(index, set())
+    return owner
+
+
+def _why_unmatched(want: dict, made: list[tuple[str, dict]], unused: list[tuple[str, dict]]) -> str:
+    tool = want["tool"]
+    candidates = [_argument_problems(want, arguments) for name, arguments in unused if name == tool]
+    if candidates:
+        return f"{tool}: {', '.join(min(candidates, key=len))}"
+    if any(name == tool for name, _ in made):
+        return f"{tool}: no call left for {_short(want.get('arguments', {}))}"
+    return f"{tool} not called"
 
 
 CHECKS = {
@@ -237,6 +406,8 @@ CHECKS = {
     "file_equals": _file_equals,
     "tools_called": _tools_called,
     "tools_not_called": _tools_not_called,
+    "calls_match": _calls_match,
+    "no_call": _no_call,
 }
 
 _SEPARATOR = re.compile(r"(?<=\d)[,'\u00a0\u2009\u202f ](?=\d{3}(?!\d))")
@@ -254,6 +425,12 @@ def numbers_in(text: str, grouped: bool = True) -> list[float]:
 
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(value)
+
+
+def _short(value, limit: int = 80) -> str:
+    """A value as JSON, cut to ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _fold(text: str) -> str:

@@ -95,7 +95,8 @@ def test_duplicate_ids_empty_suites_and_missing_files_are_config_errors(tmp_path
 # --- checks ---------------------------------------------------------------------------------------
 
 def check(name, expected, answer="", tools=(), workspace=Path("."), now=None) -> dict:
-    [result] = check_run({name: expected}, answer, list(tools), workspace, now)
+    calls = [{"tool": tool, "arguments": {}, "ok": True} for tool in tools]
+    [result] = check_run({name: expected}, answer, calls, workspace, now)
     return result
 
 
@@ -233,7 +234,7 @@ def test_ctrl_c_stops_the_eval_and_keeps_what_finished():
 # --- the table ------------------------------------------------------------------------------------
 
 def record(protocol="prompt", **fields) -> dict:
-    base = {"task": "t", "protocol": protocol, "status": "final", "passed": True, "steps": 1, "model_calls": 2,
+    base = {"task": "t", "category": "", "protocol": protocol, "status": "final", "passed": True, "steps": 1, "model_calls": 2,
             "reasks": 0, "errors": {}, "prompt_tokens": 100, "completion_tokens": 10, "usage_missing": 0,
             "seconds": 1.0, "checks": []}
     return {**base, **fields}
@@ -261,6 +262,8 @@ def test_summary_and_table():
     assert table["passed"] == ["1 (50.0%)", "1 (50.0%)"]
     assert table["mean steps"] == ["2.0", "1.0"]
     assert table["re-asks"] == ["2", "0"] and table["argument errors"] == ["1", "0"]
+    assert table["unusable replies"] == ["2 (50.0% of replies)", "0 (0.0% of replies)"]
+    assert "passed, by category" not in table  # no task has a category
     assert table["prompt tokens"] == ["200", "100 (3 calls unreported)"]
     assert table["wall seconds"] == ["3.0 (mean 1.5)", "2.0 (mean 1.0)"]
     assert table["failed runs, by cause"] == []
@@ -273,7 +276,7 @@ def test_tokens_not_reported_at_all_say_so_and_markdown_renders():
     summary = summarize([record(usage_missing=2, prompt_tokens=0, completion_tokens=0)], ["prompt"])
     table = cells(render_table(table_rows(summary)))
     assert table["prompt tokens"] == ["n/a (not reported)"]
-    assert table["none"] == []
+    assert table["(none)"] == []
     markdown = render_table(table_rows(summary), markdown=True).splitlines()
     assert markdown[:2] == ["|  | prompt |", "|---|---:|"]
     assert "| passed | 1 (100.0%) |" in markdown and "| **failed runs, by cause** | |" in markdown
