@@ -6,6 +6,7 @@ turn for each reply, and the messages that carry tool results back.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import prompts
@@ -58,14 +59,19 @@ class PromptProtocol:
         self.actions = ActionSchema(self.schema)  # the validators, built once
         self.options: dict = {}
         if constrain:
-            single = action_schema(registry.parameters(), batch=False)
             self.options["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "action", "schema": single},
+                "json_schema": {"name": "action", "schema": explicit_types(self.schema)},
             }
 
     def system_prompt(self) -> str:
-        return prompts.render("prompt_protocol", tools=self.registry.describe())
+        """The protocol, the offered tools' documentation, their own rules and a worked example."""
+        tools = list(self.registry)
+        hints = "".join(f"- {t.hint}\n" for t in tools if t.hint)
+        example = next((t for t in tools if t.example), None)
+        return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=hints,
+                              names=", ".join(t.name for t in tools) or "(none)",
+                              example=_worked_example(example) if example else "").rstrip() + "\n"
 
     def parse(self, reply: Reply) -> Turn:
         try:
@@ -90,6 +96,64 @@ class PromptProtocol:
         return [{"role": "user", "content": content}]
 
 
+def _worked_example(tool) -> str:
+    example = tool.example
+    call = {"type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
+    final = {"type": "final", "answer": example["answer"]}
+    return prompts.render("example_call", task=example["task"], call=json.dumps(call, ensure_ascii=False),
+                          tool=tool.name, result=example["result"], final=json.dumps(final, ensure_ascii=False))
+
+
+ANY_JSON = ["string", "number", "boolean", "object", "array", "null"]
+_SHAPED_BY = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "items", "prefixItems"}
+
+
+def explicit_types(schema):
+    """A copy of ``schema`` where a sub-schema that leaves the type open (a parameter taking any JSON
+    value) says so with an explicit list of types, which grammar converters (llama.cpp's) need."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: explicit_types(value) if key in ("items", "additionalProperties") else value
+           for key, value in schema.items()}
+    for key in ("properties", "$defs"):
+        if isinstance(schema.get(key), dict):
+            out[key] = {name: explicit_types(sub) for name, sub in schema[key].items()}
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(schema.get(key), list):
+            out[key] = [explicit_types(sub) for sub in schema[key]]
+    if not (_SHAPED_BY & schema.keys()):
+        out["type"] = ANY_JSON
+    return out
+
+
+_WRAPPER = re.compile(r"^\s*(?:```(?:json)?|<tool_call>)\s*(.*?)\s*(?:```|</tool_call>)?\s*$", re.S)
+
+
+def written_call(text: str) -> tuple[str, dict] | None:
+    """The (name, arguments) of a tool call written out as a reply's whole text, as JSON (fenced, or in
+    <tool_call> tags): {"name", "arguments"}, {"function": {...}} or this protocol's own tool_call object."""
+    match = _WRAPPER.match(text)
+    try:
+        value = load_json(match.group(1) if match else text)
+    except ParseError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("function"), dict):
+        value = value["function"]
+    if not isinstance(value, dict):
+        return None
+    name = value.get("tool") if value.get("type") == "tool_call" else value.get("name")
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = load_json(arguments)
+        except ParseError:
+            return None
+    if not isinstance(name, str) or not name or not isinstance(arguments, dict) or not value.keys() <= {
+            "type", "tool", "name", "arguments", "parameters", "id"}:
+        return None
+    return name, arguments
+
+
 class NativeProtocol:
     """Actions as the API's own ``tool_calls``; a reply without tool calls is the final answer."""
 
@@ -109,6 +173,12 @@ class NativeProtocol:
                 return self._reask(reply, "truncated", "your reply was cut off at the token limit; answer more briefly")
             if not (reply.content or "").strip():
                 return self._reask(reply, "empty", "the reply was empty; call a tool or answer in text")
+            written = written_call(reply.content)
+            if written and written[0] not in self.registry:  # as prompt mode would: a call, to no such tool
+                return self._reask(reply, "unknown_tool", self.registry.check_arguments(written[0], {}))
+            if written:  # a call to a real tool, written as text instead of sent as a tool call
+                reply = Reply(tool_calls=[tool_call("call_1", *written)], finish_reason="tool_calls", usage=reply.usage)
+                return self.parse(reply)
             answer = scrub(reply.content)
             return Final(answer, {"role": "assistant", "content": answer})
         if len(reply.tool_calls) > MAX_BATCH:

@@ -204,7 +204,31 @@ def test_describe_is_a_compact_listing():
 
     assert Registry([greet, weather]).describe() == (
         "- greet(name: string, times?: integer = 1, loud?: boolean = false) — Greet someone by name.\n"
-        '- weather(unit: "c"|"f", days?: integer[]) — Get the weather for the coming days.'
+        "- weather(unit: enum, days?: integer[]) — Get the weather for the coming days.\n"
+        '    unit (enum, required, one of "c" | "f")'
+    )
+
+
+def test_describe_keeps_all_the_documentation_native_mode_would_send():
+    @tool(parameters={
+        "type": "object", "required": ["amount", "stops"],
+        "properties": {
+            "amount": {"type": "number", "description": "in euros; 5% is written 0.05", "minimum": 0},
+            "stops": {"type": "array", "description": "the route",
+                      "items": {"type": "object", "properties": {"city": {"type": "string", "description": "IATA code"}}}},
+            "days": {"type": "array", "items": {"enum": ["mon", "tue"]}},
+            "anything": {"description": "any JSON value"},
+        }})
+    def plan(**kwargs):
+        """Plan a trip."""
+
+    assert Registry([plan]).describe() == (
+        "- plan(amount: number, stops: object[], days?: enum[], anything?: any) — Plan a trip.\n"
+        "    amount (number, required, >= 0): in euros; 5% is written 0.05\n"
+        "    stops (object[], required): the route\n"
+        "        city (string, optional): IATA code\n"
+        '    days (enum[], optional, each one of "mon" | "tue")\n'
+        "    anything (any, optional): any JSON value"
     )
 
 

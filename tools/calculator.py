@@ -289,7 +289,10 @@ def _format(value: Number) -> str:
 
 @tool(
     description="Evaluate an arithmetic expression exactly, e.g. (17 + 3) * 2**5 / 4; "
-    "supports + - * / // % ** and math functions like sqrt, sin, log, pi."
+    "supports + - * / // % ** and math functions like sqrt, sin, log, pi.",
+    hint="Use calculator for any arithmetic; never work a result out yourself.",
+    example={"task": "What is 12% of 350?", "arguments": {"expression": "350 * 12 / 100"}, "result": "42.0",
+             "answer": "12% of 350 is 42."},
 )
 def calculator(expression: str) -> str:
     return _format(evaluate(expression))

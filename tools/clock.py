@@ -12,7 +12,8 @@ from .registry import ToolError, tool
 _ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]{1,32}(/[A-Za-z0-9_+-]{1,32}){0,3}")
 
 
-@tool(description="Get the current date and time (ISO 8601 with UTC offset) in an IANA timezone like Europe/Paris.")
+@tool(description="Get the current date and time (ISO 8601 with UTC offset) in an IANA timezone like Europe/Paris.",
+      hint="Use current_time for today's date or the time; never guess them.")
 def current_time(timezone: str = "UTC") -> str:
     return datetime.now(_zone(timezone)).isoformat(timespec="seconds")
 

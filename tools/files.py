@@ -226,11 +226,14 @@ def file_tools(workspace: str | os.PathLike) -> list[Tool]:
     """read_file, write_file and list_dir for one workspace folder (which must exist)."""
     space = Workspace(workspace)
     return [
-        tool(space.read_file, name="read_file", description="Read a text file of the workspace; path is relative to the workspace folder."),
+        tool(space.read_file, name="read_file", description="Read a text file of the workspace; path is relative to the workspace folder.",
+             hint="Only the files of the workspace exist: read a file before you say what it holds, and use list_dir "
+                  "when you do not know a file's name."),
         tool(
             space.write_file,
             name="write_file",
             description="Create or overwrite a text file with content; parent folders are created.",
+            hint="A file is written only by calling write_file; never say you wrote one without calling it.",
         ),
         tool(
             space.list_dir,

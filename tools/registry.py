@@ -13,6 +13,8 @@ from typing import Any, Callable, Iterable, Iterator
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
+from .docs import describe, signature
+
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MAX_MESSAGE = 300
@@ -25,6 +27,8 @@ class Tool:
     parameters: dict
     function: Callable[..., Any]
     dangerous: bool = False
+    hint: str = ""  # a one-line rule for the prompt, shown only when the tool is offered
+    example: dict | None = None  # {"task", "arguments", "result", "answer"}: a worked example for the prompt
 
 
 class ToolError(Exception):
@@ -37,7 +41,7 @@ class ToolResult:
     text: str
 
 
-def tool(function=None, *, name=None, description=None, parameters=None, dangerous=False):
+def tool(function=None, *, name=None, description=None, parameters=None, dangerous=False, hint="", example=None):
     """Turn a function into a Tool; usable bare (@tool) or with arguments (@tool(name=...))."""
 
     def make(function: Callable[..., Any]) -> Tool:
@@ -46,7 +50,7 @@ def tool(function=None, *, name=None, description=None, parameters=None, dangero
         if not text:
             raise ValueError(f"tool {tool_name!r} needs a description: add a docstring or pass description=")
         schema = parameters if parameters is not None else _schema_from_signature(tool_name, function)
-        return Tool(tool_name, text, schema, function, dangerous)
+        return Tool(tool_name, text, schema, function, dangerous, hint, example)
 
     return make if function is None else make(function)
 
@@ -152,7 +156,8 @@ class Registry:
             return ToolResult(False, f"error: {self._unknown(name)}")
         problem = self.check_arguments(name, arguments)
         if problem is not None:
-            return ToolResult(False, f"error: invalid arguments for {name}: {problem} (expected: {_signature(tool)})")
+            return ToolResult(False, f"error: invalid arguments for {name}: {problem} "
+                                     f"(expected: {signature(name, tool.parameters)})")
         return self.run(name, arguments)
 
     def run(self, name: str, arguments: dict) -> ToolResult:
@@ -169,8 +174,8 @@ class Registry:
             return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {_shorten(str(error))}")
 
     def describe(self) -> str:
-        """The tool list for a prompt: one line per tool, signature then description."""
-        return "\n".join(f"- {_signature(t)} — {' '.join(t.description.split())}" for t in self._tools.values())
+        """The tool list for a prompt: per tool a signature line and a line per parameter, with its documentation."""
+        return "\n".join(describe(t.name, t.description, t.parameters) for t in self._tools.values())
 
     def openai_tools(self) -> list[dict]:
         """Tool specs for a native tool-calling API."""
@@ -185,31 +190,6 @@ class Registry:
     def _unknown(self, name: str) -> str:
         available = ", ".join(self._tools) or "none"
         return f"unknown tool {_shorten(repr(name))}; available tools: {available}"
-
-
-def _signature(tool: Tool) -> str:
-    """A compact signature like `list_dir(path?: string = ".")`."""
-    properties = tool.parameters.get("properties", {})
-    required = set(tool.parameters.get("required", []))
-    params = [f"{name}{'' if name in required else '?'}: {_type_hint(spec)}" for name, spec in properties.items()]
-    return f"{tool.name}({', '.join(params)})"
-
-
-def _type_hint(spec: Any) -> str:
-    if not isinstance(spec, dict):
-        return "any"
-    if "enum" in spec:
-        hint = "|".join(json.dumps(value, ensure_ascii=False) for value in spec["enum"])
-    elif "const" in spec:
-        hint = json.dumps(spec["const"], ensure_ascii=False)
-    else:
-        types = spec.get("type", "any")
-        hint = "|".join(types) if isinstance(types, list) else str(types)
-        if hint == "array" and isinstance(spec.get("items"), dict) and "type" in spec["items"]:
-            hint = f"{_type_hint(spec['items'])}[]"
-    if "default" in spec:
-        hint += f" = {json.dumps(spec['default'], ensure_ascii=False)}"
-    return hint
 
 
 def _as_text(value: Any) -> str:

@@ -1,0 +1,89 @@
+"""The prompt is written for the tools actually offered, and both protocols treat a call the same way."""
+import json
+
+from jsonschema import Draft202012Validator
+
+from agent import Agent, Reply, ScriptedModel
+from agent.protocols import NativeProtocol, PromptProtocol, explicit_types, written_call
+from tools import Registry, builtin_registry, tool
+
+
+@tool(parameters={"type": "object", "required": ["value", "unit"], "additionalProperties": False, "properties": {
+    "value": {"type": "number", "description": "the length, in unit"},
+    "unit": {"type": "string", "enum": ["m", "km"], "description": "the unit of value"},
+    "extra": {"description": "any JSON value"}}})
+def convert(value, unit, extra=None):
+    """Convert a length to metres."""
+    return value * (1000 if unit == "km" else 1)
+
+
+def test_the_prompt_names_only_the_offered_tools_and_their_own_rules():
+    prompt = PromptProtocol(Registry([convert])).system_prompt()
+    assert "The only tools are: convert." in prompt
+    assert "calculator" not in prompt and "list_dir" not in prompt and "current_time" not in prompt
+    assert "value (number, required): the length, in unit" in prompt
+    assert 'unit (string, required, one of "m" | "km"): the unit of value' in prompt
+
+
+def test_the_builtin_tools_bring_their_rules_and_the_calculator_its_example():
+    prompt = PromptProtocol(builtin_registry(".")).system_prompt()
+    assert "Use calculator for any arithmetic" in prompt and "use list_dir when you do not know" in prompt
+    assert 'You: {"type": "tool_call", "tool": "calculator", "arguments": {"expression": "350 * 12 / 100"}}' in prompt
+
+
+def test_no_example_names_a_tool_that_is_not_offered():
+    prompt = PromptProtocol(Registry([convert])).system_prompt()
+    assert "Example" not in prompt
+
+
+def test_constrained_replies_may_be_a_batch_and_a_typeless_parameter_takes_any_value():
+    protocol = PromptProtocol(Registry([convert]), constrain=True)
+    schema = protocol.options["response_format"]["json_schema"]["schema"]
+    validator = Draft202012Validator(schema)
+    call = {"type": "tool_call", "tool": "convert", "arguments": {"value": 5, "unit": "km", "extra": [1, {"a": None}]}}
+    assert validator.is_valid([call, call]) and validator.is_valid(call)
+    assert not validator.is_valid([call] * 9)
+    extra = schema["anyOf"][1]["properties"]["arguments"]["properties"]["extra"]
+    assert extra["type"] == ["string", "number", "boolean", "object", "array", "null"]
+
+
+def test_explicit_types_leaves_shaped_schemas_alone_and_reaches_nested_ones():
+    schema = {"type": "object", "properties": {"a": {"enum": [1]}, "b": {"type": "array", "items": {}},
+                                               "c": {"anyOf": [{"description": "x"}]}}}
+    out = explicit_types(schema)
+    assert out["properties"]["a"] == {"enum": [1]}
+    assert out["properties"]["b"]["items"]["type"][0] == "string"
+    assert out["properties"]["c"]["anyOf"][0]["type"][-1] == "null"
+    assert "type" not in schema["properties"]["b"]["items"]  # a copy
+
+
+def test_written_call_reads_the_usual_shapes():
+    assert written_call('{"name": "convert", "arguments": {"value": 1}}') == ("convert", {"value": 1})
+    assert written_call('```json\n{"function": {"name": "f", "arguments": "{\\"a\\": 2}"}}\n```') == ("f", {"a": 2})
+    assert written_call('<tool_call>{"name": "f", "parameters": {}}</tool_call>') == ("f", {})
+    assert written_call('{"type": "tool_call", "tool": "f", "arguments": {}}') == ("f", {})
+    assert written_call("The answer is 4.") is None
+    assert written_call('{"name": "Ada", "age": 36}') is None  # data, not a call
+
+
+def native_run(*replies):
+    registry = Registry([convert])
+    model = ScriptedModel(list(replies))
+    return Agent(model, registry, NativeProtocol(registry)).run("convert 5 km"), model
+
+
+def test_native_text_calling_a_missing_tool_is_reasked_like_prompt_mode():
+    result, model = native_run(Reply(content='{"name": "calculator", "arguments": {"expression": "5*1000"}}'),
+                               Reply(content="5000 m"))
+    assert (result.status, result.answer, result.errors) == ("final", "5000 m", {"unknown_tool": 1})
+    assert "unknown tool 'calculator'; available tools: convert" in model.calls[1]["messages"][-1]["content"]
+
+
+def test_native_text_calling_an_offered_tool_runs_it():
+    result, model = native_run(Reply(content='{"name": "convert", "arguments": {"value": 5, "unit": "km"}}'),
+                               Reply(content="5000 m"))
+    assert result.status == "final" and result.tool_calls == [
+        {"tool": "convert", "arguments": {"value": 5, "unit": "km"}, "ok": True}]
+    sent = model.calls[1]["messages"]
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "5000"}
+    assert json.loads(sent[-2]["tool_calls"][0]["function"]["arguments"]) == {"value": 5, "unit": "km"}
