@@ -206,8 +206,9 @@ def eval_parser() -> argparse.ArgumentParser:
                         help="a protocol to run; repeat to compare; default: both")
     parser.add_argument("--repeat", type=at_most(MAX_REPEAT), default=1, metavar="N",
                         help=f"runs per task, default 1, at most {MAX_REPEAT}")
-    parser.add_argument("--workers", type=at_most(MAX_WORKERS), default=4, metavar="K",
-                        help=f"runs at once, default 4, at most {MAX_WORKERS}")
+    parser.add_argument("--workers", type=at_most(MAX_WORKERS), metavar="K",
+                        help=f"runs at once, at most {MAX_WORKERS}; default 4 for an endpoint, 1 for the local model "
+                             "(it runs one call at a time, and reuses the prompt it has just read)")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N tasks")
     parser.add_argument("--tasks", metavar="ID,ID", help="only these tasks")
     parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON")
@@ -228,6 +229,7 @@ def eval_command(argv: list[str]) -> int:
         raise ConfigError("--constrain applies to the prompt protocol only; add --protocol prompt or drop it")
     endpoint = choose_endpoint(args, env)
     constrain = constrained(args, local=endpoint is None)
+    args.workers = args.workers or (1 if endpoint is None else 4)
     protocols = protocol_factories(names, constrain)
     model, settings, started = build_model(args, endpoint, env), settings_from(args, endpoint is None), now()
     total = len(tasks) * len(protocols) * args.repeat
