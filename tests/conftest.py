@@ -14,6 +14,13 @@ def _clean_environment(monkeypatch):
 
 
 @pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    """A fresh folder, made the current one."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def server():
     """A started ScriptedServer speaking the OpenAI chat completions API."""
     with ScriptedServer() as scripted:

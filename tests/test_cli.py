@@ -5,26 +5,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from agent.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def action(tool=None, answer=None, **arguments) -> str:
-    if tool is None:
-        return json.dumps({"type": "final", "answer": answer})
-    return json.dumps({"type": "tool_call", "tool": tool, "arguments": arguments})
-
-
-@pytest.fixture
-def workspace(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
+from tests.support import action, child_env
 
 def run(server, *args, capsys):
     code = main(["--base-url", server.url, "--model", "test-model", "--timeout", "5", *args])
@@ -169,12 +154,6 @@ def test_ctrl_c_leaves_a_complete_trace(server, workspace):
     assert child.returncode == 130 and "Traceback" not in err
     assert [e["event"] for e in events][:4] == ["run_start", "model_call", "tool_call", "tool_result"]
     assert events[-1]["event"] == "run_end" and events[-1]["status"] == "interrupted"
-
-
-def child_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
 
 
 CALC = action("calculator", expression="2+2")

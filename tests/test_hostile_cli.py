@@ -20,27 +20,8 @@ from agent import Agent, ScriptedModel, Settings
 from agent.cli import main
 from agent.protocols import PromptProtocol
 from agent.trace import Trace
+from tests.support import action, child_env
 from tools import Registry
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def action(tool=None, answer=None, **arguments) -> str:
-    if tool is None:
-        return json.dumps({"type": "final", "answer": answer})
-    return json.dumps({"type": "tool_call", "tool": tool, "arguments": arguments})
-
-
-@pytest.fixture
-def workspace(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def child_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
-    return {**env, "PYTHONPATH": str(ROOT), **extra}
-
 
 def one_line(err: str) -> str:
     lines = err.strip().splitlines()

@@ -1,0 +1,19 @@
+"""Small helpers shared by the tests that drive the `agent` command."""
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def action(tool=None, answer=None, **arguments) -> str:
+    """A prompt-protocol reply: a call to ``tool`` with ``arguments``, or the final ``answer``."""
+    if tool is None:
+        return json.dumps({"type": "final", "answer": answer})
+    return json.dumps({"type": "tool_call", "tool": tool, "arguments": arguments})
+
+
+def child_env(**extra) -> dict:
+    """The environment for an `agent` child process: this checkout importable, no endpoint settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
+    return {**env, "PYTHONPATH": str(ROOT), **extra}
