@@ -5,6 +5,7 @@ tools with the model's own chat template and reads its tool calls back the way l
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -50,9 +51,18 @@ def load_local_model(model_path: str | None = None, *, local_model: str | None =
             except ValueError as error:
                 raise ConfigError(f"llama.cpp cannot load {path} ({error}); is it a GGUF model file? "
                                   "Check --model-path / AGENT_MODEL_PATH") from error
+            if not _loaded:  # free the models before the interpreter tears down what llama.cpp's finaliser needs
+                atexit.register(_close_all)
             _loaded[path, n_ctx] = llama, threading.Lock()
         llama, lock = _loaded[path, n_ctx]
     return LocalModel(llama, lock, n_ctx=n_ctx, temperature=temperature, max_tokens=max_tokens)
+
+
+def _close_all() -> None:
+    with _loading:
+        for llama, _ in _loaded.values():
+            llama.close()
+        _loaded.clear()
 
 
 class LocalModel:
