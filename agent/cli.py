@@ -123,7 +123,7 @@ def run_command(argv: list[str]) -> int:
     if not args.task.strip():
         raise ConfigError("the task is empty; say what the agent should do: agent \"TASK\"")
     if args.trace is not None:
-        check_trace_path(args.trace)
+        check_output_file(args.trace, "--trace", "trace file")
     env = environment()
     registry = builtin_tools(args.workspace)
     endpoint = choose_endpoint(args, env)
@@ -145,14 +145,16 @@ def run_command(argv: list[str]) -> int:
     return EXIT_CODES[result.status]
 
 
-def check_trace_path(path: str) -> None:
-    """Before anything is loaded: --trace must name a file in a folder that exists."""
+def check_output_file(path: str, flag: str, what: str) -> None:
+    """Before anything is loaded or run: an output flag (--trace, eval --out) names a file in a folder that exists."""
     target = Path(path)
-    if not path.strip() or target.is_dir():
-        raise ConfigError(f"--trace {path!r} is not a file name; pass --trace FILE, like --trace run.jsonl")
-    if not target.parent.is_dir():
-        raise ConfigError(f"cannot write the trace file {path!r}: the folder {str(target.parent)!r} does not exist; "
-                          "pass --trace FILE in a folder that exists")
+    if not path.strip():
+        raise ConfigError(f"{flag} is empty, which is not a file name; pass {flag} FILE")
+    if target.is_dir() or path.endswith(("/", "\\")):
+        raise ConfigError(f"{flag} {path!r} is not a file name: it is a folder; pass {flag} FILE")
+    if not target.resolve().parent.is_dir():
+        raise ConfigError(f"cannot write the {what} {path!r}: the folder {str(target.parent)!r} does not exist; "
+                          f"pass {flag} FILE in a folder that exists")
 
 
 def open_trace(path: str) -> Trace:

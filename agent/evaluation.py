@@ -15,8 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from agent.cli import (ConfigError, add_model_options, build_model, choose_endpoint, constrained, environment,
-                       plural, positive_int, settings_from)
+from agent.cli import (ConfigError, add_model_options, build_model, check_output_file, choose_endpoint, constrained,
+                       environment, plural, positive_int, settings_from)
 from agent.config import DEFAULT_BASE_URL, Endpoint
 from agent.loop import Agent, RunResult, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
@@ -222,7 +222,7 @@ def eval_command(argv: list[str]) -> int:
     args = eval_parser().parse_args(argv)
     env = environment()
     if args.out is not None:
-        check_out(args.out)
+        check_output_file(args.out, "--out", "results file")
     tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
     names = list(dict.fromkeys(args.protocol or PROTOCOLS))
     if args.constrain and "prompt" not in names:
@@ -271,17 +271,6 @@ def at_most(limit: int) -> Callable[[str], int]:
         return value
 
     return count
-
-
-def check_out(path: str) -> None:
-    """--out must name a file that can be written once the evaluation is over."""
-    out = Path(path)
-    if not path.strip():
-        raise ConfigError("--out is empty; name a file, like --out results.json")
-    if out.is_dir() or path.endswith(("/", "\\")):
-        raise ConfigError(f"--out {path}: that is a folder; name a file, like --out {out / 'results.json'}")
-    if not out.resolve().parent.is_dir():
-        raise ConfigError(f"--out {path}: the folder {out.parent} does not exist; create it or choose another")
 
 
 def select(tasks: list[Task], ids: str | None, limit: int | None) -> list[Task]:

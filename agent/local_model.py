@@ -18,8 +18,7 @@ from agent.model import ModelError, Reply, tool_call
 from agent.model_files import built_in, cache_dir, embedded_model, user_model
 
 MAX_TOKENS = 512
-INSTALL_HINT = ("the local model needs llama-cpp-python, which the `{extra}` extra installs: "
-                "pip install '.[{extra}]' in the project folder "
+INSTALL_HINT = ("the local model needs llama-cpp-python, which the `{extra}` extra installs: {install} "
                 "(or configure an endpoint: set AGENT_BASE_URL or AGENT_API_KEY)")
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -41,7 +40,7 @@ def load_local_model(model_path: str | None = None, *, local_model: str | None =
     try:
         import llama_cpp
     except ImportError as error:
-        raise ConfigError(INSTALL_HINT.format(extra=embedded.extra)) from error
+        raise ConfigError(INSTALL_HINT.format(extra=embedded.extra, install=embedded.install())) from error
     with _loading:
         if (path, n_ctx) not in _loaded:
             if not model_path:

