@@ -46,7 +46,7 @@ def load_local_model(model_path: str | None = None, *, local_model: str | None =
             if not model_path:
                 embedded_model(embedded, path.parent)
             try:
-                llama = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=os.cpu_count(), verbose=False)
+                llama = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=_usable_cores(), verbose=False)
             except ValueError as error:
                 raise ConfigError(f"llama.cpp cannot load {path} ({error}); is it a GGUF model file? "
                                   "Check --model-path / AGENT_MODEL_PATH") from error
@@ -62,6 +62,15 @@ def _close_all() -> None:
         for llama, _ in _loaded.values():
             llama.close()
         _loaded.clear()
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (``taskset`` and container limits narrow them), for llama.cpp's
+    threads: one thread more than there are cores makes every step wait for a core that is busy."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class LocalModel:
