@@ -2,7 +2,7 @@
 
     from agent import Agent
     from agent.openai_model import OpenAIModel
-    from tools import builtin_registry
+    from agent.tools import builtin_registry
 
     result = Agent(OpenAIModel("gpt-4o-mini"), builtin_registry(".")).run("What is 2**64?")
 """

@@ -231,7 +231,7 @@ def environment() -> Environment:
 
 
 def builtin_tools(workspace: str):
-    from tools import builtin_registry
+    from agent.tools import builtin_registry
 
     if not Path(workspace).is_dir():
         raise ConfigError(f"workspace {workspace!r} is not a folder; pass --workspace DIR")

@@ -22,8 +22,8 @@ from agent.loop import Agent, RunResult, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.scripted_tools import scripted_registry
 from agent.suite import BUILTIN, Task, check_run, load_suite, write_files
-from tools import builtin_registry
-from tools.files import atomic_write
+from agent.tools import builtin_registry
+from agent.tools.files import atomic_write
 
 PROTOCOLS = ("prompt", "native")
 FAILED_STATUSES = ("step_limit", "format_errors", "loop", "model_error", "error")

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
-import prompts
+from agent import prompts
 from agent.model import Model, ModelError, Reply
 from agent.protocols import Call, Final, FormatError, PromptProtocol
 from agent.text import scrub

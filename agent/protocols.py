@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import dataclass
 
-import prompts
+from agent import prompts
 from agent.model import Reply, tool_call
 from agent.parsing import MAX_BATCH, ActionSchema, ParseError, action_schema, load_json, parse_action
 from agent.text import scrub

@@ -7,8 +7,8 @@ import json
 import time
 
 from agent.parsing import ActionSchema, action_schema, parse_action
-from tools import builtin_registry
-from tools.calculator import evaluate
+from agent.tools import builtin_registry
+from agent.tools.calculator import evaluate
 
 
 def per_call(label: str, function, n: int) -> None:

@@ -10,7 +10,7 @@ import time
 from agent.local_model import load_local_model
 from agent.model_files import BUILT_IN, DEFAULT, cache_dir, embedded_model, verify
 from agent.protocols import PromptProtocol
-from tools import builtin_registry
+from agent.tools import builtin_registry
 
 
 def timed(label: str, function):

@@ -12,7 +12,7 @@ import sys
 import time
 import tracemalloc
 
-from tools import builtin_registry
+from agent.tools import builtin_registry
 
 LIMIT = 120  # seconds per hostile reply (each runs twice: timed, then traced)
 SIZE = 250_000  # just under the 256,000-character cap, so the scanning itself is measured

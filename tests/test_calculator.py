@@ -3,8 +3,8 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tools import Registry, ToolError
-from tools.calculator import MAX_DIGITS, MAX_LENGTH, calculator, evaluate
+from agent.tools import Registry, ToolError
+from agent.tools.calculator import MAX_DIGITS, MAX_LENGTH, calculator, evaluate
 
 TOO_MANY_DIGITS = (
     "error: result too large (more than 4,000 digits); for numbers this big work with logarithms, "

@@ -12,7 +12,7 @@ from agent.evaluation import eval_command, render_table, run_eval, summarize, ta
 from agent.model import ModelError, Reply, ScriptedModel
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.suite import Task, check_run, load_suite, numbers_in
-from tools import builtin_registry
+from agent.tools import builtin_registry
 
 CATEGORIES = {"calculator", "no_tool", "read_file", "list_then_read", "write_file", "time", "multi_step",
               "missing_file", "impossible"}

@@ -16,8 +16,8 @@ from agent.local_model import _find_tool_calls, _grammar, _with_argument_objects
 from agent.model_files import DEFAULT, locate_parts
 from agent.parsing import action_schema
 from agent.protocols import NativeProtocol, PromptProtocol
-from tools import builtin_registry
-from tools.calculator import evaluate
+from agent.tools import builtin_registry
+from agent.tools.calculator import evaluate
 
 TOOLS = {"calculator", "read_file"}
 

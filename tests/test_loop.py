@@ -8,7 +8,7 @@ import pytest
 from agent import Agent, ModelError, Reply, ScriptedModel, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.trace import Trace
-from tools import Registry, builtin_registry
+from agent.tools import Registry, builtin_registry
 
 PROTOCOLS = ["prompt", "native"]
 

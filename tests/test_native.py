@@ -100,8 +100,8 @@ def test_every_call_of_every_step_is_paired_with_its_result(server, workspace, c
 from agent import Agent, Reply, ScriptedModel  # noqa: E402
 from agent.model import tool_call  # noqa: E402
 from agent.protocols import Calls, Final, FormatError, NativeProtocol  # noqa: E402
-from tools import Registry  # noqa: E402
-from tools import tool as make_tool  # noqa: E402
+from agent.tools import Registry  # noqa: E402
+from agent.tools import tool as make_tool  # noqa: E402
 
 NATIVE = NativeProtocol(Registry([make_tool(lambda **kw: json.dumps(kw, sort_keys=True), name="echo",
                                             description="Echo.", parameters={"type": "object"})]))

@@ -1,6 +1,6 @@
 import pytest
 
-from tools import Registry, Tool, ToolError, ToolResult, builtin_registry, tool
+from agent.tools import Registry, Tool, ToolError, ToolResult, builtin_registry, tool
 
 
 @tool
