@@ -56,7 +56,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--local", action="store_true",
                        help="use the embedded local model (the `local` extra); implied by --local-model and --model-path")
     group.add_argument("--model-path", help="a GGUF file for the local model (env AGENT_MODEL_PATH)")
-    from agent.model_files import BUILT_IN
+    from agent.models.local_files import BUILT_IN
     group.add_argument("--local-model", choices=BUILT_IN,
                        help="the built-in local model: coder-1.5b (default; the `local` extra, 1.1 GB) or small "
                             "(the `local-small` extra, 491 MB) (env AGENT_LOCAL_MODEL); --model-path overrides it")
@@ -274,12 +274,12 @@ def choose_endpoint(args, env) -> Endpoint | None:
 def build_model(args, endpoint: Endpoint | None, env):
     """The OpenAI-compatible model for ``endpoint``; the embedded local model when there is none."""
     if endpoint is None:
-        from agent.local_model import load_local_model
-        from agent.model_files import cache_dir
+        from agent.models.local import load_local_model
+        from agent.models.local_files import cache_dir
 
         return load_local_model(args.model_path or env.get("AGENT_MODEL_PATH"), temperature=args.temperature,
                                 local_model=args.local_model or env.get("AGENT_LOCAL_MODEL"), cache=cache_dir(env))
-    from agent.openai_model import OpenAIModel
+    from agent.models.openai_compatible import OpenAIModel
 
     return OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,
                        timeout=args.timeout, temperature=args.temperature)

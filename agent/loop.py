@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 from agent import prompts
-from agent.model import Model, ModelError, Reply
+from agent.models import Model, ModelError, Reply
 from agent.protocols import Call, Final, FormatError, PromptProtocol
 from agent.text import scrub
 from agent.trace import TraceError

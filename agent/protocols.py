@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from agent import prompts
-from agent.model import Reply, tool_call
+from agent.models import Reply, tool_call
 from agent.parsing import MAX_BATCH, ActionSchema, ParseError, action_schema, load_json, parse_action
 from agent.text import scrub
 

@@ -7,8 +7,8 @@ import argparse
 import resource
 import time
 
-from agent.local_model import load_local_model
-from agent.model_files import BUILT_IN, DEFAULT, cache_dir, embedded_model, verify
+from agent.models.local import load_local_model
+from agent.models.local_files import BUILT_IN, DEFAULT, cache_dir, embedded_model, verify
 from agent.protocols import PromptProtocol
 from agent.tools import builtin_registry
 

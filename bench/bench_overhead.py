@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent import Agent, Reply, ScriptedModel, Settings  # noqa: E402
-from agent.model import tool_call  # noqa: E402
+from agent.models import tool_call  # noqa: E402
 from agent.protocols import NativeProtocol, PromptProtocol  # noqa: E402
 from tests.openai_server import ScriptedServer  # noqa: E402
 from agent.tools import builtin_registry  # noqa: E402

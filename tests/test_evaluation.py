@@ -9,7 +9,7 @@ import pytest
 from agent.cli import main
 from agent.config import ConfigError
 from agent.evaluation import eval_command, render_table, run_eval, summarize, table_rows
-from agent.model import ModelError, Reply, ScriptedModel
+from agent.models import ModelError, Reply, ScriptedModel
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.suite import Task, check_run, load_suite, numbers_in
 from agent.tools import builtin_registry

@@ -12,8 +12,8 @@ import pytest
 
 from agent import Agent, ModelError, Settings
 from agent.config import ConfigError
-from agent.local_model import _find_tool_calls, _grammar, _with_argument_objects, load_local_model
-from agent.model_files import DEFAULT, locate_parts
+from agent.models.local import _find_tool_calls, _grammar, _with_argument_objects, load_local_model
+from agent.models.local_files import DEFAULT, locate_parts
 from agent.parsing import action_schema
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.tools import builtin_registry

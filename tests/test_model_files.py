@@ -9,8 +9,8 @@ import pytest
 
 from agent.cli import build_model, run_parser
 from agent.config import ConfigError
-from agent.local_model import load_local_model
-from agent.model_files import (BUILT_IN, CODER_1_5B, DEFAULT, SMALL, ModelFile, Part, assemble, built_in, cache_dir,
+from agent.models.local import load_local_model
+from agent.models.local_files import (BUILT_IN, CODER_1_5B, DEFAULT, SMALL, ModelFile, Part, assemble, built_in, cache_dir,
                                embedded_model, installed, locate_parts, user_model, verify)
 
 CONTENTS = [b"GGUF" + bytes(range(256)) * 40, b"second part" * 500, b"tail"]

@@ -98,7 +98,7 @@ def test_every_call_of_every_step_is_paired_with_its_result(server, workspace, c
 # --- hostile replies, at the protocol and through the loop ---------------------------------
 
 from agent import Agent, Reply, ScriptedModel  # noqa: E402
-from agent.model import tool_call  # noqa: E402
+from agent.models import tool_call  # noqa: E402
 from agent.protocols import Calls, Final, FormatError, NativeProtocol  # noqa: E402
 from agent.tools import Registry  # noqa: E402
 from agent.tools import tool as make_tool  # noqa: E402

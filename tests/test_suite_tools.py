@@ -9,7 +9,7 @@ import pytest
 
 from agent.config import ConfigError
 from agent.evaluation import eval_command, render_table, run_eval, summarize, table_rows
-from agent.model import Reply, ScriptedModel
+from agent.models import Reply, ScriptedModel
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.scripted_tools import same, scripted_registry
 from agent.suite import check_run, load_suite

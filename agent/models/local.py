@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from agent.config import ConfigError
-from agent.model import ModelError, Reply, tool_call
-from agent.model_files import built_in, cache_dir, embedded_model, user_model
+from agent.models import ModelError, Reply, tool_call
+from agent.models.local_files import built_in, cache_dir, embedded_model, user_model
 
 MAX_TOKENS = 512
 INSTALL_HINT = ("the local model needs llama-cpp-python, which the `{extra}` extra installs: {install} "
