@@ -8,9 +8,9 @@
 """
 from importlib import import_module
 
-_HOMES = {"Agent": "agent.loop", "RunResult": "agent.loop", "Settings": "agent.loop",
-          "Model": "agent.models", "ModelError": "agent.models", "Reply": "agent.models", "ScriptedModel": "agent.models",
-          "NativeProtocol": "agent.protocols", "PromptProtocol": "agent.protocols"}
+_HOMES = {"Agent": "agent.loop", "RunResult": "agent.loop", "Settings": "agent.config",
+          "Model": "agent.models", "ModelError": "agent.models", "Reply": "agent.models",
+          "ScriptedModel": "agent.models", "NativeProtocol": "agent.protocols", "PromptProtocol": "agent.protocols"}
 
 __all__ = list(_HOMES)
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 from agent import prompts
+from agent.config import Settings
 from agent.models import Model, ModelError, Reply
 from agent.protocols import Call, Final, FormatError, PromptProtocol
 from agent.text import scrub
@@ -14,14 +15,6 @@ from agent.trace import TraceError
 
 STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted", "error")
 KEEP_SHORT = 200  # tool results this short are never dropped: it would save little
-
-
-@dataclass
-class Settings:
-    max_steps: int = 15  # steps that run tools
-    max_reasks: int = 3  # malformed replies in a row before giving up
-    max_output_chars: int = 4000  # per tool result; head and tail are kept
-    max_history_chars: int | None = None  # older tool results are dropped beyond this; None: no limit
 
 
 @dataclass
