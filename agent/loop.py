@@ -138,6 +138,8 @@ class Replies:
             turn = self.protocol.parse(self._complete(history + self.attempts if self.attempts else history))
             if not isinstance(turn, Reask):
                 self.attempts, self.unusable = [], 0
+                if turn.repairs:
+                    self.emit("repaired", repairs=turn.repairs)
                 return turn
             self._reask(turn)
 

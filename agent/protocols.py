@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agent import prompts
 from agent.models import Reply, tool_call
-from agent.parsing import MAX_BATCH, ActionSchema, ParseError, action_schema, load_json, parse_action
+from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action
 from agent.text import scrub
 
 
@@ -30,6 +30,7 @@ class Final:
 
     answer: str
     message: dict
+    repairs: list[str] = field(default_factory=list)  # what the parser repaired to read the reply
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Step:
 
     calls: list[ToolCall]
     message: dict
+    repairs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -59,13 +61,12 @@ class PromptProtocol:
 
     def __init__(self, registry, constrain: bool = False):
         self.registry = registry
-        self.schema = action_schema(registry.parameters())
-        self.actions = ActionSchema(self.schema)  # the validators, built once
+        self.actions = action_schema(registry.parameters())
         self.options: dict = {}
         if constrain:
             self.options["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "action", "schema": explicit_types(self.schema)},
+                "json_schema": {"name": "action", "schema": explicit_types(self.actions.schema)},
             }
 
     def system_prompt(self) -> str:
@@ -79,17 +80,18 @@ class PromptProtocol:
 
     def parse(self, reply: Reply) -> Turn:
         try:
-            value = parse_action(reply.content, self.actions, reply.finish_reason).value
+            parsed = parse_action(reply.content, self.actions, reply.finish_reason)
         except ParseError as error:
             reask = prompts.render("reask", kind=error.kind, problem=error.message,
                                    expected=prompts.load("action_format"))
             failed = {"role": "assistant", "content": scrub(reply.content or "")}
             return Reask(error.kind, error.message, [failed, {"role": "user", "content": reask}])
+        value = parsed.value
         message = {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)}
         if isinstance(value, dict) and value["type"] == "final":
-            return Final(value["answer"], message)
+            return Final(value["answer"], message, parsed.repairs)
         actions = value if isinstance(value, list) else [value]
-        return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message)
+        return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
 
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
         if len(calls) == 1:

@@ -77,7 +77,7 @@ def measure(path: str | None, label: str, results) -> None:
 def setup(path: str | None):
     parsing = load(path)
     schema = parsing.action_schema(builtin_registry(".").parameters())
-    if hasattr(parsing, "ActionSchema"):  # precompiled once, as the protocols do
+    if isinstance(schema, dict) and hasattr(parsing, "ActionSchema"):  # an older copy: precompiled once here
         schema = parsing.ActionSchema(schema)
     return parsing, schema
 

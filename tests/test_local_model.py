@@ -67,7 +67,7 @@ def test_the_chat_template_gets_arguments_as_objects():
 
 def test_the_agents_action_schema_converts_to_a_grammar():
     pytest.importorskip("llama_cpp")
-    schema = action_schema(builtin_registry(".").parameters(), batch=False)
+    schema = action_schema(builtin_registry(".").parameters(), batch=False).schema
     grammar = _grammar(json.dumps(schema))._grammar
     for name in ("calculator", "read_file", "write_file", "list_dir", "current_time"):
         assert f'::= "\\"{name}\\""' in grammar
