@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from agent.text import scrub
+from agent.tools.registry import bad_arguments, unknown_tool
 
 MAX_BATCH = 8
 MAX_REPLY_CHARS = 256_000  # a longer reply is refused unread
@@ -437,7 +438,7 @@ def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
     if not isinstance(name, str):
         raise ParseError("schema", f"{prefix}.tool must be the name of a tool; available tools: {names}")
     if name not in tools:
-        raise ParseError("unknown_tool", f"unknown tool {name!r}; available tools: {names}")
+        raise ParseError("unknown_tool", unknown_tool(name, tools))
     _raise_first_error(tools[name], item, prefix, tool=name)
 
 
@@ -447,7 +448,7 @@ def _raise_first_error(branch: Draft202012Validator, item: dict, prefix: str, to
         return
     problem = f"{prefix}{error.json_path[1:]}: {_describe(error)}"
     if tool and error.path and error.path[0] == "arguments":
-        raise ParseError("bad_arguments", f"arguments for {tool}: {problem}")
+        raise ParseError("bad_arguments", bad_arguments(tool, problem))
     raise ParseError("schema", problem)
 
 

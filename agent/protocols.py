@@ -13,6 +13,7 @@ from agent import prompts
 from agent.models import Reply, tool_call
 from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action
 from agent.text import scrub
+from agent.tools.registry import unknown_tool
 
 
 @dataclass
@@ -181,7 +182,7 @@ class NativeProtocol:
                 return self._reask(reply, "empty", "the reply was empty; call a tool or answer in text")
             written = written_call(reply.content)
             if written and written[0] not in self.registry:  # as prompt mode would: a call, to no such tool
-                return self._reask(reply, "unknown_tool", self.registry.check_arguments(written[0], {}))
+                return self._reask(reply, "unknown_tool", unknown_tool(written[0], self.registry.names))
             if written:  # a call to a real tool, written as text instead of sent as a tool call
                 reply = Reply(tool_calls=[tool_call("call_1", *written)], finish_reason="tool_calls", usage=reply.usage)
                 return self.parse(reply)
