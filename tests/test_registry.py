@@ -13,7 +13,6 @@ def test_bare_decorator_makes_a_tool_from_the_function():
     assert isinstance(greet, Tool)
     assert greet.name == "greet"
     assert greet.description == "Greet someone by name."
-    assert greet.dangerous is False
     assert greet.function("Ada") == "hello Ada"
 
 
@@ -41,16 +40,11 @@ def test_schema_is_derived_from_the_signature():
 def test_decorator_with_arguments_overrides_name_description_and_schema():
     schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
-    @tool(name="search", description="Search the notes.", parameters=schema, dangerous=True)
+    @tool(name="search", description="Search the notes.", parameters=schema)
     def anything(**kwargs):
         return kwargs
 
-    assert (anything.name, anything.description, anything.parameters, anything.dangerous) == (
-        "search",
-        "Search the notes.",
-        schema,
-        True,
-    )
+    assert (anything.name, anything.description, anything.parameters) == ("search", "Search the notes.", schema)
 
 
 def test_docstring_is_cleaned():

@@ -26,7 +26,6 @@ class Tool:
     description: str
     parameters: dict
     function: Callable[..., Any]
-    dangerous: bool = False
     hint: str = ""  # a one-line rule for the prompt, shown only when the tool is offered
     example: dict | None = None  # {"task", "arguments", "result", "answer"}: a worked example for the prompt
 
@@ -41,7 +40,7 @@ class ToolResult:
     text: str
 
 
-def tool(function=None, *, name=None, description=None, parameters=None, dangerous=False, hint="", example=None):
+def tool(function=None, *, name=None, description=None, parameters=None, hint="", example=None):
     """Turn a function into a Tool; usable bare (@tool) or with arguments (@tool(name=...))."""
 
     def make(function: Callable[..., Any]) -> Tool:
@@ -50,7 +49,7 @@ def tool(function=None, *, name=None, description=None, parameters=None, dangero
         if not text:
             raise ValueError(f"tool {tool_name!r} needs a description: add a docstring or pass description=")
         schema = parameters if parameters is not None else _schema_from_signature(tool_name, function)
-        return Tool(tool_name, text, schema, function, dangerous, hint, example)
+        return Tool(tool_name, text, schema, function, hint, example)
 
     return make if function is None else make(function)
 
