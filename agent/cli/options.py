@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from agent.config import DEFAULT_BASE_URL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
+from agent.models import Model
 from agent.models.local_files import BUILT_IN, DEFAULT
 
 PROTOCOLS = ("prompt", "native")
@@ -25,7 +26,7 @@ class Setup:
     factory ``make(registry)`` for each protocol asked for, by label."""
 
     endpoint: Endpoint | None  # None: the embedded local model
-    model: object
+    model: Model
     settings: Settings
     constrain: bool  # prompt-protocol replies constrained by the action schema
     protocols: dict[str, Callable]
@@ -119,7 +120,8 @@ def choose_endpoint(args: argparse.Namespace, env: Environment) -> Endpoint | No
     return endpoint
 
 
-def build_model(args: argparse.Namespace, endpoint: Endpoint | None, env: Environment, model_path: str | None):
+def build_model(args: argparse.Namespace, endpoint: Endpoint | None, env: Environment,
+                model_path: str | None) -> Model:
     """The OpenAI-compatible model for ``endpoint``; the embedded local model when there is none."""
     if endpoint is None:
         from agent.models.local import load_local_model

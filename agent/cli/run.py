@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (PROTOCOLS, add_model_options, builtin_tools, check_output_file, environment, resolve)
+from agent.cli.options import PROTOCOLS, add_model_options, builtin_tools, check_output_file, environment, resolve
 from agent.config import ConfigError
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 
