@@ -1,16 +1,16 @@
 """A prompt-protocol agent: one auditable loop for any OpenAI-compatible chat model.
 
     from agent import Agent
-    from agent.openai_model import OpenAIModel
-    from tools import builtin_registry
+    from agent.models.openai_compatible import OpenAIModel
+    from agent.tools import builtin_registry
 
     result = Agent(OpenAIModel("gpt-4o-mini"), builtin_registry(".")).run("What is 2**64?")
 """
 from importlib import import_module
 
-_HOMES = {"Agent": "agent.loop", "RunResult": "agent.loop", "Settings": "agent.loop",
-          "Model": "agent.model", "ModelError": "agent.model", "Reply": "agent.model", "ScriptedModel": "agent.model",
-          "NativeProtocol": "agent.protocols", "PromptProtocol": "agent.protocols"}
+_HOMES = {"Agent": "agent.loop", "RunResult": "agent.loop", "Settings": "agent.config",
+          "Model": "agent.models", "ModelError": "agent.models", "Reply": "agent.models",
+          "ScriptedModel": "agent.models", "NativeProtocol": "agent.protocols", "PromptProtocol": "agent.protocols"}
 
 __all__ = list(_HOMES)
 

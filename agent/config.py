@@ -1,4 +1,5 @@
-"""Where the endpoint settings come from: flags first, then the process environment, then ./.env."""
+"""The loop's settings, and where the endpoint settings come from: flags first, then the process environment,
+then ./.env (the command line reads them and passes them here)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -10,6 +11,16 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"  # where an endpoint with a key a
 
 class ConfigError(Exception):
     """A setting is missing or wrong; the message says which flag or variable to set."""
+
+
+@dataclass
+class Settings:
+    """The loop's limits; these defaults are the command line's too."""
+
+    max_steps: int = 15  # steps that run tools
+    max_reasks: int = 3  # malformed replies in a row before giving up
+    max_output_chars: int = 4000  # per tool result; head and tail are kept
+    max_history_chars: int | None = None  # older tool results are dropped beyond this; None: no limit
 
 
 @dataclass(frozen=True)

@@ -2,26 +2,20 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
-import prompts
-from agent.model import Model, ModelError, Reply
-from agent.protocols import Call, Final, FormatError, PromptProtocol
+from agent import prompts
+from agent.config import Settings
+from agent.models import Model, ModelError, Reply
+from agent.protocols import Final, PromptProtocol, Reask, Step, ToolCall
 from agent.text import scrub
 from agent.trace import TraceError
 
-STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted", "error")
+STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted", "error")  # every one used
 KEEP_SHORT = 200  # tool results this short are never dropped: it would save little
-
-
-@dataclass
-class Settings:
-    max_steps: int = 15  # steps that run tools
-    max_reasks: int = 3  # malformed replies in a row before giving up
-    max_output_chars: int = 4000  # per tool result; head and tail are kept
-    max_history_chars: int | None = None  # older tool results are dropped beyond this; None: no limit
 
 
 @dataclass
@@ -66,60 +60,46 @@ class Agent:
         self.emit = emit  # receives every trace event: emit(event, **data)
 
     def run(self, task: str) -> RunResult:
-        task, result = scrub(task), RunResult(status="error", protocol=self.protocol.name)
+        task = scrub(task)
+        history = [{"role": "system", "content": self.protocol.system_prompt()}, {"role": "user", "content": task}]
+        errors = Counter()  # malformed replies and calls, by kind: both parts of the loop count them here
+        replies = Replies(self.model, self.protocol, self.settings.max_reasks, self.emit, errors)
+        steps = Steps(self.registry, self.protocol, self.settings, self.emit, errors)
         self._measured = (0, 0)  # how many messages of the history _compact has counted, and their size
-        history = [{"role": "system", "content": self.protocol.system_prompt()},
-                   {"role": "user", "content": task}]
-        result.messages, started = history, time.monotonic()
+        status, answer, error, started = "error", None, None, time.monotonic()
         try:
             self.emit("run_start", task=task, protocol=self.protocol.name, settings=asdict(self.settings))
-            result.answer = self._loop(history, result)
-            result.status = "final"
+            answer = self._loop(history, replies, steps)
+            status = "final"
         except Stop as stop:
-            result.status, result.error = stop.status, stop.error
-        except ModelError as error:
-            result.status, result.error = "model_error", str(error) or "the model failed"
+            status, error = stop.status, stop.error
+        except ModelError as failure:
+            status, error = "model_error", str(failure) or "the model failed"
         except KeyboardInterrupt:
-            result.status, result.error = "interrupted", "interrupted by the user"
-        except TraceError as error:
-            result.status, result.error = "error", str(error)
-        except Exception as error:  # a bug of the agent's own: recorded, not raised, so the trace ends cleanly
-            result.status, result.error = "error", f"internal error: {type(error).__name__}: {error}"
+            status, error = "interrupted", "interrupted by the user"
+        except TraceError as failure:
+            status, error = "error", str(failure)
+        except Exception as failure:  # a bug of the agent's own: recorded, not raised, so the trace ends cleanly
+            status, error = "error", f"internal error: {type(failure).__name__}: {failure}"
         finally:
-            result.seconds = round(time.monotonic() - started, 3)
+            result = RunResult(status, answer, error, self.protocol.name, steps=steps.steps, errors=dict(errors),
+                               tool_calls=steps.tool_calls, seconds=round(time.monotonic() - started, 3),
+                               messages=history, **replies.counts())
             try:
                 self.emit("run_end", **result.summary())
-            except TraceError as error:  # the answer, if any, is kept: only the record of it failed
-                result.status, result.error = "error", str(error)
+            except TraceError as failure:  # the answer, if any, is kept: only the record of it failed
+                result.status, result.error = "error", str(failure)
         return result
 
-    def _loop(self, history: list[dict], result: RunResult) -> str:
-        failed: list[dict] = []  # malformed replies and their re-asks since the last good reply
-        previous, texts, repeats, in_row = None, [], 0, 0
+    def _loop(self, history: list[dict], replies: Replies, steps: Steps) -> str:
         while True:
             self._compact(history)
-            turn = self.protocol.parse(self._complete(history + failed if failed else history, result))
-            if isinstance(turn, FormatError):
-                self._reask(turn, result, in_row)
-                failed, in_row = failed + turn.messages, in_row + 1
-                continue
-            failed, in_row = [], 0
+            turn = replies.next(history)
             if isinstance(turn, Final):
                 history.append(turn.message)
                 self.emit("final", answer=turn.answer)
                 return turn.answer
-            if result.steps >= self.settings.max_steps:
-                raise Stop("step_limit", f"no final answer within {self.settings.max_steps} tool steps (raise --max-steps)")
-            result.steps += 1
-            signature = [(c.tool, c.arguments) for c in turn.calls]
-            repeats = repeats + 1 if signature == previous else 0
-            if repeats >= 2:
-                raise Stop("loop", f"the model repeated the same call three times in a row: {turn.calls[0].tool}")
-            texts = self._repeated(turn.calls, texts) if repeats else self._execute(turn.calls, result)
-            previous = signature
-            if result.steps == self.settings.max_steps:
-                texts[-1] += "\n" + prompts.load("last_step")
-            history += [turn.message] + self.protocol.results(turn.calls, texts)
+            history += steps.take(turn)
 
     def _compact(self, history: list[dict]) -> None:
         """Drop the oldest tool results until the history fits; the system prompt, the task and the
@@ -141,46 +121,104 @@ class Agent:
                 history[index] = {**message, "content": note}  # a new message: the one sent before stays as sent
         self._measured = len(history), size
 
-    def _complete(self, messages: list[dict], result: RunResult) -> Reply:
+
+class Replies:
+    """Gets the next reply the loop can act on: calls the model (counting calls and tokens), and re-asks a
+    malformed reply until one is usable or too many in a row were not. The failed attempts and their re-asks
+    are sent only until then: they never enter the history (the trace keeps them)."""
+
+    def __init__(self, model: Model, protocol, max_reasks: int, emit: Callable[..., None], errors: Counter):
+        self.model, self.protocol, self.max_reasks, self.emit, self.errors = model, protocol, max_reasks, emit, errors
+        self.attempts: list[dict] = []  # the unusable replies since the last usable one, with their re-asks
+        self.unusable = 0  # how many replies in a row could not be used
+        self.model_calls = self.reasks = self.prompt_tokens = self.completion_tokens = self.usage_missing = 0
+
+    def next(self, history: list[dict]) -> Final | Step:
+        while True:
+            turn = self.protocol.parse(self._complete(history + self.attempts if self.attempts else history))
+            if not isinstance(turn, Reask):
+                self.attempts, self.unusable = [], 0
+                if turn.repairs:
+                    self.emit("repaired", repairs=turn.repairs)
+                return turn
+            self._reask(turn)
+
+    def counts(self) -> dict[str, int]:
+        """The model calls, re-asks and tokens so far, as RunResult counts them."""
+        return {"model_calls": self.model_calls, "reasks": self.reasks, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "usage_missing": self.usage_missing}
+
+    def _complete(self, messages: list[dict]) -> Reply:
         started = time.monotonic()
         reply = self.model.complete(messages, **self.protocol.options)
-        result.model_calls += 1
+        self.model_calls += 1
         if reply.usage:
-            result.prompt_tokens += reply.usage.get("prompt_tokens") or 0
-            result.completion_tokens += reply.usage.get("completion_tokens") or 0
+            self.prompt_tokens += reply.usage.get("prompt_tokens") or 0
+            self.completion_tokens += reply.usage.get("completion_tokens") or 0
         else:
-            result.usage_missing += 1
+            self.usage_missing += 1
         self.emit("model_call", seconds=round(time.monotonic() - started, 3), usage=reply.usage,
                   content=reply.content, tool_calls=reply.tool_calls, finish_reason=reply.finish_reason)
         return reply
 
-    def _reask(self, turn: FormatError, result: RunResult, in_row: int) -> None:
-        result.errors[turn.kind] = result.errors.get(turn.kind, 0) + 1
+    def _reask(self, turn: Reask) -> None:
+        self.errors[turn.kind] += 1
         self.emit("parse_error", kind=turn.kind, message=turn.problem)
-        if in_row >= self.settings.max_reasks:
-            raise Stop("format_errors", f"{in_row + 1} unusable replies in a row; the last one: {turn.kind}: {turn.problem}")
-        result.reasks += 1
+        if self.unusable >= self.max_reasks:
+            raise Stop("format_errors",
+                       f"{self.unusable + 1} unusable replies in a row; the last one: {turn.kind}: {turn.problem}")
+        self.reasks += 1
+        self.attempts += turn.messages
+        self.unusable += 1
 
-    def _execute(self, calls: list[Call], result: RunResult) -> list[str]:
+
+class Steps:
+    """Acts on each step's tool calls: within the step limit, runs them (a step the model repeats is answered
+    with its earlier results instead; a third in a row ends the run), and says when the last step is done."""
+
+    def __init__(self, registry, protocol, settings: Settings, emit: Callable[..., None], errors: Counter):
+        self.registry, self.protocol, self.settings, self.emit, self.errors = registry, protocol, settings, emit, errors
+        self.steps = 0  # steps taken
+        self.tool_calls: list[dict] = []  # every call made: {"tool", "arguments", "ok"}
+        self.previous: list[tuple] | None = None  # the last step's calls, as (tool, arguments)
+        self.repeats = 0  # how many steps in a row repeated the one before
+        self.outputs: list[str] = []  # the last step's results, as the model was given them
+
+    def take(self, step: Step) -> list[dict]:
+        """The step and its results, as messages for the history."""
+        if self.steps >= self.settings.max_steps:
+            raise Stop("step_limit", f"no final answer within {self.settings.max_steps} tool steps (raise --max-steps)")
+        self.steps += 1
+        calls = [(c.tool, c.arguments) for c in step.calls]
+        self.repeats = self.repeats + 1 if calls == self.previous else 0
+        if self.repeats >= 2:
+            raise Stop("loop", f"the model repeated the same call three times in a row: {step.calls[0].tool}")
+        self.outputs = self._repeated(step.calls) if self.repeats else self._execute(step.calls)
+        self.previous = calls
+        if self.steps == self.settings.max_steps:
+            self.outputs[-1] += "\n" + prompts.load("last_step")
+        return [step.message] + self.protocol.results(step.calls, self.outputs)
+
+    def _execute(self, calls: list[ToolCall]) -> list[str]:
         """Run the calls (concurrently when there are several); results in the order of the calls."""
         if len(calls) == 1:
-            outcomes = [self._run_call(calls[0])]
+            outcomes = [self._run(calls[0])]
         else:
             pool = ThreadPoolExecutor(max_workers=len(calls))
             try:
-                futures = pending = [pool.submit(self._run_call, call) for call in calls]
+                futures = pending = [pool.submit(self._run, call) for call in calls]
                 while pending:  # short waits: the main thread sees Ctrl-C whichever thread the signal reached
                     pending = wait(pending, timeout=0.1).not_done
                 outcomes = [future.result() for future in futures]
             finally:  # on Ctrl-C, stop waiting at once: the calls already running finish on their own
                 pool.shutdown(wait=False, cancel_futures=True)
         for call, (ok, _) in zip(calls, outcomes):
-            result.tool_calls.append({"tool": call.tool, "arguments": call.arguments, "ok": ok})
+            self.tool_calls.append({"tool": call.tool, "arguments": call.arguments, "ok": ok})
             if call.error:
-                result.errors[call.error_kind] = result.errors.get(call.error_kind, 0) + 1
+                self.errors[call.error_kind] += 1
         return [scrub(text) for _, text in outcomes]
 
-    def _run_call(self, call: Call) -> tuple[bool, str]:
+    def _run(self, call: ToolCall) -> tuple[bool, str]:
         self.emit("tool_call", tool=call.tool, arguments=call.arguments)
         if call.error:
             ok, text = False, call.error
@@ -190,9 +228,9 @@ class Agent:
         self.emit("tool_result", tool=call.tool, arguments=call.arguments, ok=ok, result=text)
         return ok, text
 
-    def _repeated(self, calls: list[Call], earlier: list[str]) -> list[str]:
+    def _repeated(self, calls: list[ToolCall]) -> list[str]:
         self.emit("repeated_call", tools=[c.tool for c in calls])
-        return [prompts.render("repeated_call", tool=c.tool, result=text) for c, text in zip(calls, earlier)]
+        return [prompts.render("repeated_call", tool=c.tool, result=output) for c, output in zip(calls, self.outputs)]
 
 
 def truncate(text: str, limit: int) -> str:

@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from agent.text import scrub
+from agent.tools.registry import bad_arguments, unknown_tool
 
 MAX_BATCH = 8
 MAX_REPLY_CHARS = 256_000  # a longer reply is refused unread
@@ -76,43 +77,40 @@ class _Broken(Exception):
         self.position, self.reason = position, reason
 
 
-def action_schema(tools: dict[str, dict], batch: bool = True) -> dict:
-    """One JSON Schema (draft 2020-12, inline, anyOf at the top) for a reply, from tool name -> parameters."""
+class ActionSchema:
+    """The JSON Schema of a reply (``schema``: draft 2020-12, inline, anyOf at the top) kept with its parts, each
+    compiled once: the final answer's branch, a branch per tool, and whether a batch of calls is allowed. A reply
+    is checked against the one branch its `type` and `tool` pick. Made by action_schema."""
+
+    def __init__(self, final: dict, calls: dict[str, dict], batch: dict | None):
+        self.schema = {"anyOf": [final, *calls.values(), *([batch] if batch else [])]}
+        Draft202012Validator.check_schema(self.schema)
+        self.final = Draft202012Validator(final)
+        self.tools = {name: Draft202012Validator(branch) for name, branch in calls.items()}
+        self.arguments = {name: Draft202012Validator(branch["properties"]["arguments"])
+                          for name, branch in calls.items()}
+        self.batch = batch is not None
+
+
+def action_schema(tools: dict[str, dict], batch: bool = True) -> ActionSchema:
+    """The action schema for tools given as name -> parameters; ``batch``: a JSON array of calls is allowed too."""
     final = {"type": "object",
              "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
              "required": ["type", "answer"], "additionalProperties": False}
-    calls = [{"type": "object",
-              "properties": {"type": {"const": "tool_call"}, "tool": {"const": name},
-                             "arguments": copy.deepcopy(parameters)},
-              "required": ["type", "tool", "arguments"], "additionalProperties": False}
-             for name, parameters in tools.items()]
-    branches = [final, *calls]
-    if batch and calls:
-        branches.append({"type": "array", "items": {"anyOf": calls}, "minItems": 1, "maxItems": MAX_BATCH})
-    schema = {"anyOf": branches}
-    Draft202012Validator.check_schema(schema)
-    return schema
+    calls = {name: {"type": "object",
+                    "properties": {"type": {"const": "tool_call"}, "tool": {"const": name},
+                                   "arguments": copy.deepcopy(parameters)},
+                    "required": ["type", "tool", "arguments"], "additionalProperties": False}
+             for name, parameters in tools.items()}
+    array = {"type": "array", "items": {"anyOf": list(calls.values())}, "minItems": 1, "maxItems": MAX_BATCH}
+    return ActionSchema(final, calls, array if batch and calls else None)
 
 
-class ActionSchema:
-    """An action schema made ready to validate replies: one compiled validator per branch, picked by
-    the reply's `type` and `tool`, so a reply is checked against one branch only. Build it once."""
-
-    def __init__(self, schema: dict):
-        self.schema = schema
-        final, tools, batch = _branches(schema)
-        self.final = final and Draft202012Validator(final)
-        self.tools = {name: Draft202012Validator(branch) for name, branch in tools.items()}
-        self.arguments = {name: Draft202012Validator(branch["properties"]["arguments"]) for name, branch in tools.items()}
-        self.batch = batch and (batch.get("minItems", 1), batch.get("maxItems", MAX_BATCH))
-
-
-def parse_action(text: str | None, schema: dict | ActionSchema, finish_reason: str | None = None) -> Parsed:
-    """Lenient extraction, strict validation; `schema` comes from action_schema. Raises ParseError.
+def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | None = None) -> Parsed:
+    """Lenient extraction, strict validation against `actions` (from action_schema). Raises ParseError.
 
     Strings in the value have no lone surrogates (they become U+FFFD).
     """
-    actions = schema if isinstance(schema, ActionSchema) else ActionSchema(schema)
     try:
         try:
             if text and len(text) > MAX_REPLY_CHARS:
@@ -395,9 +393,8 @@ def _validate(value: object, actions: ActionSchema) -> None:
     then each action against the one branch its `type` and `tool` pick."""
     batch = isinstance(value, list) and actions.batch
     if batch:
-        low, high = actions.batch
-        if not low <= len(value) <= high:
-            raise ParseError("schema", f"a JSON array of tool calls must have {low}..{high} items, got {len(value)}")
+        if not 1 <= len(value) <= MAX_BATCH:
+            raise ParseError("schema", f"a JSON array of tool calls must have 1..{MAX_BATCH} items, got {len(value)}")
     elif not isinstance(value, dict):
         raise ParseError("schema", f"the reply must be a JSON object, got {_KINDS[type(value)]}")
     if _deeper_than(value, MAX_DEPTH):
@@ -421,22 +418,7 @@ def _plainly_valid(item: object, actions: ActionSchema, batch: bool = False) -> 
     if (item.keys() == _CALL_KEYS and item["type"] == "tool_call" and isinstance(item["tool"], str)
             and item["tool"] in actions.arguments):
         return actions.arguments[item["tool"]].is_valid(item["arguments"])
-    return (not batch and actions.final is not None and item.keys() == _FINAL_KEYS and item["type"] == "final"
-            and isinstance(item["answer"], str))
-
-
-def _branches(schema: dict) -> tuple[dict | None, dict[str, dict], dict | None]:
-    """Read the final branch, the tool branches by name and the batch branch back from an action schema."""
-    final, tools, batch = None, {}, None
-    for branch in schema.get("anyOf", [schema]):
-        properties = branch.get("properties", {})
-        if branch.get("type") == "array":
-            batch = branch
-        elif properties.get("type", {}).get("const") == "final":
-            final = branch
-        elif "const" in properties.get("tool", {}):
-            tools[properties["tool"]["const"]] = branch
-    return final, tools, batch
+    return not batch and item.keys() == _FINAL_KEYS and item["type"] == "final" and isinstance(item["answer"], str)
 
 
 def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
@@ -456,7 +438,7 @@ def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
     if not isinstance(name, str):
         raise ParseError("schema", f"{prefix}.tool must be the name of a tool; available tools: {names}")
     if name not in tools:
-        raise ParseError("unknown_tool", f"unknown tool {name!r}; available tools: {names}")
+        raise ParseError("unknown_tool", unknown_tool(name, tools))
     _raise_first_error(tools[name], item, prefix, tool=name)
 
 
@@ -466,7 +448,7 @@ def _raise_first_error(branch: Draft202012Validator, item: dict, prefix: str, to
         return
     problem = f"{prefix}{error.json_path[1:]}: {_describe(error)}"
     if tool and error.path and error.path[0] == "arguments":
-        raise ParseError("bad_arguments", f"arguments for {tool}: {problem}")
+        raise ParseError("bad_arguments", bad_arguments(tool, problem))
     raise ParseError("schema", problem)
 
 

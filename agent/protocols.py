@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import prompts
-from agent.model import Reply, tool_call
-from agent.parsing import MAX_BATCH, ActionSchema, ParseError, action_schema, load_json, parse_action
+from agent import prompts
+from agent.models import Reply, tool_call
+from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action
 from agent.text import scrub
+from agent.tools.registry import unknown_tool
 
 
 @dataclass
-class Call:
+class ToolCall:
     tool: str
     arguments: dict
     id: str | None = None
@@ -26,18 +27,24 @@ class Call:
 
 @dataclass
 class Final:
+    """A reply that is the final answer; ``message`` is how it stays in the history."""
+
     answer: str
     message: dict
+    repairs: list[str] = field(default_factory=list)  # what the parser repaired to read the reply
 
 
 @dataclass
-class Calls:
-    calls: list[Call]
+class Step:
+    """A reply that asks for tool calls, run together as one step of the run."""
+
+    calls: list[ToolCall]
     message: dict
+    repairs: list[str] = field(default_factory=list)
 
 
 @dataclass
-class FormatError:
+class Reask:
     """A reply the loop cannot act on; ``messages`` (the reply and the re-ask) go back to the model."""
 
     kind: str
@@ -45,7 +52,7 @@ class FormatError:
     messages: list[dict]
 
 
-Turn = Final | Calls | FormatError
+Turn = Final | Step | Reask
 
 
 class PromptProtocol:
@@ -55,13 +62,12 @@ class PromptProtocol:
 
     def __init__(self, registry, constrain: bool = False):
         self.registry = registry
-        self.schema = action_schema(registry.parameters())
-        self.actions = ActionSchema(self.schema)  # the validators, built once
+        self.actions = action_schema(registry.parameters())
         self.options: dict = {}
         if constrain:
             self.options["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "action", "schema": explicit_types(self.schema)},
+                "json_schema": {"name": "action", "schema": explicit_types(self.actions.schema)},
             }
 
     def system_prompt(self) -> str:
@@ -75,23 +81,24 @@ class PromptProtocol:
 
     def parse(self, reply: Reply) -> Turn:
         try:
-            value = parse_action(reply.content, self.actions, reply.finish_reason).value
+            parsed = parse_action(reply.content, self.actions, reply.finish_reason)
         except ParseError as error:
             reask = prompts.render("reask", kind=error.kind, problem=error.message,
                                    expected=prompts.load("action_format"))
             failed = {"role": "assistant", "content": scrub(reply.content or "")}
-            return FormatError(error.kind, error.message, [failed, {"role": "user", "content": reask}])
+            return Reask(error.kind, error.message, [failed, {"role": "user", "content": reask}])
+        value = parsed.value
         message = {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)}
         if isinstance(value, dict) and value["type"] == "final":
-            return Final(value["answer"], message)
+            return Final(value["answer"], message, parsed.repairs)
         actions = value if isinstance(value, list) else [value]
-        return Calls([Call(a["tool"], a["arguments"]) for a in actions], message)
+        return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
 
-    def results(self, calls: list[Call], texts: list[str]) -> list[dict]:
+    def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
         if len(calls) == 1:
-            content = prompts.render("tool_result", tool=calls[0].tool, result=texts[0])
+            content = prompts.render("tool_result", tool=calls[0].tool, result=outputs[0])
         else:
-            numbered = "\n".join(f"{i}. {c.tool}: {t}" for i, (c, t) in enumerate(zip(calls, texts), 1))
+            numbered = "\n".join(f"{i}. {c.tool}: {o}" for i, (c, o) in enumerate(zip(calls, outputs), 1))
             content = prompts.render("tool_results", results=numbered)
         return [{"role": "user", "content": content}]
 
@@ -175,7 +182,7 @@ class NativeProtocol:
                 return self._reask(reply, "empty", "the reply was empty; call a tool or answer in text")
             written = written_call(reply.content)
             if written and written[0] not in self.registry:  # as prompt mode would: a call, to no such tool
-                return self._reask(reply, "unknown_tool", self.registry.check_arguments(written[0], {}))
+                return self._reask(reply, "unknown_tool", unknown_tool(written[0], self.registry.names))
             if written:  # a call to a real tool, written as text instead of sent as a tool call
                 reply = Reply(tool_calls=[tool_call("call_1", *written)], finish_reason="tool_calls", usage=reply.usage)
                 return self.parse(reply)
@@ -190,16 +197,16 @@ class NativeProtocol:
         message = {"role": "assistant", "content": scrub(reply.content), "tool_calls": tool_calls}
         if all(c.error for c in calls):
             problem = "; ".join(c.error.removeprefix("error: ") for c in calls)
-            return FormatError(calls[0].error_kind, problem, [message] + self.results(calls, [c.error for c in calls]))
-        return Calls(calls, message)
+            return Reask(calls[0].error_kind, problem, [message] + self.results(calls, [c.error for c in calls]))
+        return Step(calls, message)
 
-    def _call(self, item: object, default_id: str) -> tuple[Call, str]:
+    def _call(self, item: object, default_id: str) -> tuple[ToolCall, str]:
         """The call with its arguments decoded and checked (or the error to answer it with), and its
         arguments as JSON text for the history. An odd shape is an error too, never an exception."""
         item = item if isinstance(item, dict) else {}
         function = item.get("function") if isinstance(item.get("function"), dict) else {}
         name, raw, id = function.get("name"), function.get("arguments"), item.get("id")
-        call = Call(name if isinstance(name, str) else "", {}, id=id if isinstance(id, str) and id else default_id)
+        call = ToolCall(name if isinstance(name, str) else "", {}, id=id if isinstance(id, str) and id else default_id)
         if raw is None or isinstance(raw, str) and not raw.strip():
             raw = "{}"  # no arguments
         if not call.tool:
@@ -222,11 +229,11 @@ class NativeProtocol:
             call.error = f"error: {problem}"
         return call, raw
 
-    def _reask(self, reply: Reply, kind: str, problem: str) -> FormatError:
-        return FormatError(kind, problem, [
+    def _reask(self, reply: Reply, kind: str, problem: str) -> Reask:
+        return Reask(kind, problem, [
             {"role": "assistant", "content": scrub(reply.content or "")},
             {"role": "user", "content": prompts.render("reask", kind=kind, problem=problem, expected="").strip()},
         ])
 
-    def results(self, calls: list[Call], texts: list[str]) -> list[dict]:
-        return [{"role": "tool", "tool_call_id": c.id, "content": t} for c, t in zip(calls, texts)]
+    def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
+        return [{"role": "tool", "tool_call_id": c.id, "content": o} for c, o in zip(calls, outputs)]

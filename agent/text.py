@@ -1,4 +1,5 @@
-"""Text from outside (a model, a server, a file) made safe to keep, send, write and show."""
+"""Text from outside (a model, a server, a file) made safe to keep, send, write and show; and the few words
+the command line and the evaluation reports both print."""
 from __future__ import annotations
 
 import re
@@ -23,3 +24,18 @@ def for_terminal(text: str) -> str:
     """``text`` with control and escape sequences shown as ``\\x1b``-style escapes instead of acted on."""
     text = scrub(text)
     return _UNSAFE_ON_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+NOT_REPORTED = "not reported"
+
+
+def unreported(missing: int, calls: int) -> str | None:
+    """What a token count leaves out: None when every model call reported its usage, NOT_REPORTED when
+    none did, else how many did not ("2 calls unreported")."""
+    if not missing:
+        return None
+    return NOT_REPORTED if missing == calls else f"{plural(missing, 'call')} unreported"

@@ -6,9 +6,9 @@ step is in bench_overhead.py, hostile replies in bench_parsing.py.
 import json
 import time
 
-from agent.parsing import ActionSchema, action_schema, parse_action
-from tools import builtin_registry
-from tools.calculator import evaluate
+from agent.parsing import action_schema, parse_action
+from agent.tools import builtin_registry
+from agent.tools.calculator import evaluate
 
 
 def per_call(label: str, function, n: int) -> None:
@@ -21,7 +21,7 @@ def per_call(label: str, function, n: int) -> None:
 
 def main() -> None:
     registry = builtin_registry(".")
-    schema = ActionSchema(action_schema(registry.parameters()))  # compiled once, as the protocols do
+    schema = action_schema(registry.parameters())  # compiled once, as the protocols do
     clean = json.dumps({"type": "tool_call", "tool": "calculator", "arguments": {"expression": "128*96 + 45**2"}})
     messy = ("<think>the user wants arithmetic</think>Sure! ```json\n{'type': 'tool_call', 'tool': 'calculator', "
              "'arguments': {'expression': '2+2',},}\n```")

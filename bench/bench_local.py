@@ -4,13 +4,14 @@ prompt cache and the schema constraint. Needs the model's extra (`local` for cod
     python bench/bench_local.py [coder-1.5b|small]
 """
 import argparse
+import os
 import resource
 import time
 
-from agent.local_model import load_local_model
-from agent.model_files import BUILT_IN, DEFAULT, cache_dir, embedded_model, verify
+from agent.models.local import load_local_model
+from agent.models.local_files import BUILT_IN, DEFAULT, cache_dir, embedded_model, verify
 from agent.protocols import PromptProtocol
-from tools import builtin_registry
+from agent.tools import builtin_registry
 
 
 def timed(label: str, function):
@@ -25,10 +26,11 @@ def main() -> None:
     parser.add_argument("model", nargs="?", choices=BUILT_IN, default=DEFAULT.choice)
     embedded = BUILT_IN[parser.parse_args().model]
     print(f"{embedded.choice}: {embedded.title}")
-    path = timed("find (or assemble) the GGUF file and verify it", lambda: embedded_model(embedded, cache_dir()))
+    cache = cache_dir(os.environ)
+    path = timed("find (or assemble) the GGUF file and verify it", lambda: embedded_model(embedded, cache))
     timed(f"verify its SHA-256 ({embedded.size / 1e6:.0f} MB)", lambda: verify(path, embedded.size, embedded.sha256))
     model = timed("load the model (verifies the SHA-256 once more)",
-                  lambda: load_local_model(local_model=embedded.choice))
+                  lambda: load_local_model(local_model=embedded.choice, cache=cache))
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     system = {"role": "system", "content": protocol.system_prompt()}
     task = {"role": "user", "content": "Compute 128*96 + 45**2 - 88/2"}

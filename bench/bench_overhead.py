@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent import Agent, Reply, ScriptedModel, Settings  # noqa: E402
-from agent.model import tool_call  # noqa: E402
+from agent.models import tool_call  # noqa: E402
 from agent.protocols import NativeProtocol, PromptProtocol  # noqa: E402
 from tests.openai_server import ScriptedServer  # noqa: E402
-from tools import builtin_registry  # noqa: E402
+from agent.tools import builtin_registry  # noqa: E402
 
 try:
     import smolagents
@@ -69,7 +69,7 @@ def smol(steps: int) -> float:
         output_type = "string"
 
         def forward(self, expression: str) -> str:
-            from tools.calculator import calculator
+            from agent.tools.calculator import calculator
             return calculator.function(expression)
 
     class Instant(Model):
@@ -103,7 +103,7 @@ class Calculator(Tool):
     inputs = {"expression": {"type": "string", "description": "the expression"}}
     output_type = "string"
     def forward(self, expression):
-        from tools.calculator import calculator
+        from agent.tools.calculator import calculator
         return calculator.function(expression)
 steps = int(sys.argv[2])
 model = OpenAIServerModel(model_id="m", api_base=sys.argv[1], api_key="not-needed")

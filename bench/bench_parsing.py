@@ -12,7 +12,7 @@ import sys
 import time
 import tracemalloc
 
-from tools import builtin_registry
+from agent.tools import builtin_registry
 
 LIMIT = 120  # seconds per hostile reply (each runs twice: timed, then traced)
 SIZE = 250_000  # just under the 256,000-character cap, so the scanning itself is measured
@@ -77,7 +77,7 @@ def measure(path: str | None, label: str, results) -> None:
 def setup(path: str | None):
     parsing = load(path)
     schema = parsing.action_schema(builtin_registry(".").parameters())
-    if hasattr(parsing, "ActionSchema"):  # precompiled once, as the protocols do
+    if isinstance(schema, dict) and hasattr(parsing, "ActionSchema"):  # an older copy: precompiled once here
         schema = parsing.ActionSchema(schema)
     return parsing, schema
 

@@ -6,7 +6,7 @@ the SDK's typed ``chat.completions.create`` (the old way) against the model's ow
 import json
 import time
 
-from agent.openai_model import OpenAIModel
+from agent.models.openai_compatible import OpenAIModel
 from tests.openai_server import ScriptedServer
 
 CALLS = 30

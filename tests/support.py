@@ -1,9 +1,6 @@
 """Small helpers shared by the tests that drive the `agent` command."""
 import json
 import os
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def action(tool=None, answer=None, **arguments) -> str:
@@ -14,6 +11,6 @@ def action(tool=None, answer=None, **arguments) -> str:
 
 
 def child_env(**extra) -> dict:
-    """The environment for an `agent` child process: this checkout importable, no endpoint settings."""
+    """The environment for an `agent` child process: the installed package, no endpoint settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
-    return {**env, "PYTHONPATH": str(ROOT), **extra}
+    return {**env, **extra}

@@ -138,6 +138,21 @@ def test_module_entry_point_reports_errors_without_traceback(workspace):
     assert done.stderr.strip() == "agent: no model set: pass --model NAME or set AGENT_MODEL"
 
 
+def test_a_folder_with_its_own_tools_and_prompts_packages_does_not_shadow_ours(server, workspace):
+    """The project installs as `agent` only: a user's `tools` or `prompts` package is not ours."""
+    for name in ("tools", "prompts"):
+        (workspace / name).mkdir()
+        (workspace / name / "__init__.py").write_text(f"raise ImportError('the user\\'s own {name} package')\n")
+    listed = subprocess.run([sys.executable, "-m", "agent", "tools"], capture_output=True, text=True,
+                            cwd=workspace, env=child_env(), timeout=60)
+    assert (listed.returncode, listed.stderr) == (0, "") and "calculator(expression: string)" in listed.stdout
+    server.reply(action("calculator", expression="6*7"))
+    server.reply(action(answer="42"))
+    done = subprocess.run([sys.executable, "-m", "agent", "--base-url", server.url, "--model", "m", "--quiet", "6*7?"],
+                          capture_output=True, text=True, cwd=workspace, env=child_env(), timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "42\n", "")
+
+
 def test_ctrl_c_leaves_a_complete_trace(server, workspace):
     server.reply(action("calculator", expression="1+1"))
     server.reply(action(answer="2"), delay=30)

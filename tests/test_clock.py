@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tools import Registry
-from tools.clock import current_time
+from agent.tools import Registry
+from agent.tools.clock import current_time
 
 ROOT = Path(__file__).resolve().parent.parent
 ISO_WITH_OFFSET = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d")

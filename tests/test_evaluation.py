@@ -8,11 +8,13 @@ import pytest
 
 from agent.cli import main
 from agent.config import ConfigError
-from agent.evaluation import eval_command, render_table, run_eval, summarize, table_rows
-from agent.model import ModelError, Reply, ScriptedModel
+from agent.cli.eval import eval_command
+from agent.evaluation.reports import render_table, summarize, table_rows
+from agent.evaluation.runner import run_eval
+from agent.models import ModelError, Reply, ScriptedModel
 from agent.protocols import NativeProtocol, PromptProtocol
-from agent.suite import Task, check_run, load_suite, numbers_in
-from tools import builtin_registry
+from agent.evaluation.suites import Task, check_run, load_suite, numbers_in
+from agent.tools import builtin_registry
 
 CATEGORIES = {"calculator", "no_tool", "read_file", "list_then_read", "write_file", "time", "multi_step",
               "missing_file", "impossible"}

@@ -4,8 +4,8 @@ import tempfile
 
 import pytest
 
-from tools import Registry
-from tools.files import MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_WRITE_CHARS, atomic_write, file_tools
+from agent.tools import Registry
+from agent.tools.files import MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_WRITE_CHARS, atomic_write, file_tools
 
 NOBODY = 65534
 

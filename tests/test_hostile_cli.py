@@ -21,7 +21,7 @@ from agent.cli import main
 from agent.protocols import PromptProtocol
 from agent.trace import Trace
 from tests.support import action, child_env
-from tools import Registry
+from agent.tools import Registry
 
 def one_line(err: str) -> str:
     lines = err.strip().splitlines()

@@ -12,12 +12,12 @@ import pytest
 
 from agent import Agent, ModelError, Settings
 from agent.config import ConfigError
-from agent.local_model import _find_tool_calls, _grammar, _with_argument_objects, load_local_model
-from agent.model_files import DEFAULT, locate_parts
+from agent.models.local import _find_tool_calls, _grammar, _with_argument_objects, load_local_model
+from agent.models.local_files import DEFAULT, cache_dir, locate_parts
 from agent.parsing import action_schema
 from agent.protocols import NativeProtocol, PromptProtocol
-from tools import builtin_registry
-from tools.calculator import evaluate
+from agent.tools import builtin_registry
+from agent.tools.calculator import evaluate
 
 TOOLS = {"calculator", "read_file"}
 
@@ -67,7 +67,7 @@ def test_the_chat_template_gets_arguments_as_objects():
 
 def test_the_agents_action_schema_converts_to_a_grammar():
     pytest.importorskip("llama_cpp")
-    schema = action_schema(builtin_registry(".").parameters(), batch=False)
+    schema = action_schema(builtin_registry(".").parameters(), batch=False).schema
     grammar = _grammar(json.dumps(schema))._grammar
     for name in ("calculator", "read_file", "write_file", "list_dir", "current_time"):
         assert f'::= "\\"{name}\\""' in grammar
@@ -87,7 +87,7 @@ def local_model():
         locate_parts(DEFAULT)
     except ConfigError as error:
         pytest.skip(f"the default local model is not installed: {error}")
-    return load_local_model()
+    return load_local_model(cache=cache_dir(os.environ))
 
 
 def run(model, protocol, task, workspace, max_steps=4):
@@ -99,7 +99,7 @@ def run(model, protocol, task, workspace, max_steps=4):
 
 
 def test_loading_again_reuses_the_loaded_model(local_model):
-    assert load_local_model(temperature=0.5).llama is local_model.llama
+    assert load_local_model(temperature=0.5, cache=cache_dir(os.environ)).llama is local_model.llama
 
 
 def test_constrained_agent_reads_a_file(local_model, tmp_path):

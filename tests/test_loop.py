@@ -8,7 +8,7 @@ import pytest
 from agent import Agent, ModelError, Reply, ScriptedModel, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.trace import Trace
-from tools import Registry, builtin_registry
+from agent.tools import Registry, builtin_registry
 
 PROTOCOLS = ["prompt", "native"]
 
@@ -256,6 +256,15 @@ def test_trace_records_every_event(tmp_path):
         "model_call", "final", "run_end"]
     assert events[1]["content"] == "not json" and events[2]["kind"] == "no_json"
     assert events[5]["result"] == "42" and events[-1]["status"] == "final" and events[-1]["model_calls"] == 3
+
+
+def test_the_parsers_repairs_are_recorded_in_the_trace():
+    agent, _ = make_agent("prompt", ["{'type': 'final', 'answer': 'ok', }"])
+    events = []
+    agent.emit = lambda event, **data: events.append((event, data))
+    assert agent.run("say ok").answer == "ok"
+    assert [e for e in events if e[0] == "repaired"] == [("repaired", {"repairs": ["single_quotes", "trailing_commas"]})]
+    assert [e[0] for e in events] == ["run_start", "model_call", "repaired", "final", "run_end"]
 
 
 def test_native_calls_without_ids_get_ids_that_pair_with_their_results():

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import build_model, run_parser
+from agent.cli.options import resolve
+from agent.cli.run import run_parser
 from agent.config import ConfigError
-from agent.local_model import load_local_model
-from agent.model_files import (BUILT_IN, CODER_1_5B, DEFAULT, SMALL, ModelFile, Part, assemble, built_in, cache_dir,
+from agent.models.local import load_local_model
+from agent.models.local_files import (BUILT_IN, CODER_1_5B, DEFAULT, SMALL, ModelFile, Part, assemble, built_in, cache_dir,
                                embedded_model, installed, locate_parts, user_model, verify)
 
 CONTENTS = [b"GGUF" + bytes(range(256)) * 40, b"second part" * 500, b"tail"]
@@ -252,7 +253,7 @@ def test_agent_model_path_to_a_missing_file_is_a_clear_error(tmp_path):
     args = run_parser().parse_args(["a task", "--local"])
     missing = tmp_path / "missing.gguf"
     with pytest.raises(ConfigError, match=f"model file '{re.escape(str(missing))}' does not exist"):
-        build_model(args, None, {"AGENT_MODEL_PATH": str(missing)})
+        resolve(args, {"AGENT_MODEL_PATH": str(missing)}, ["prompt"])
 
 
 @pytest.mark.parametrize("argv, env, model", [
@@ -266,13 +267,13 @@ def test_the_cli_loads_the_chosen_model_and_verifies_it_first(tmp_path, argv, en
     args = run_parser().parse_args(["a task", "--local", *argv])
     (tmp_path / model.name).write_bytes(b"GGUF damaged")
     with pytest.raises(ConfigError, match=f"the cached model {re.escape(str(tmp_path / model.name))} has 12 bytes"):
-        build_model(args, None, {"AGENT_CACHE_DIR": str(tmp_path), **env})
+        resolve(args, {"AGENT_CACHE_DIR": str(tmp_path), **env}, ["prompt"])
 
 
 def test_an_unknown_agent_local_model_is_a_clear_error(tmp_path):
     args = run_parser().parse_args(["a task", "--local"])
     with pytest.raises(ConfigError, match="unknown local model 'large'"):
-        build_model(args, None, {"AGENT_CACHE_DIR": str(tmp_path), "AGENT_LOCAL_MODEL": "large"})
+        resolve(args, {"AGENT_CACHE_DIR": str(tmp_path), "AGENT_LOCAL_MODEL": "large"}, ["prompt"])
 
 
 @pytest.mark.parametrize("choice, extra", [(None, "local"), ("small", "local-small")])

@@ -98,10 +98,10 @@ def test_every_call_of_every_step_is_paired_with_its_result(server, workspace, c
 # --- hostile replies, at the protocol and through the loop ---------------------------------
 
 from agent import Agent, Reply, ScriptedModel  # noqa: E402
-from agent.model import tool_call  # noqa: E402
-from agent.protocols import Calls, Final, FormatError, NativeProtocol  # noqa: E402
-from tools import Registry  # noqa: E402
-from tools import tool as make_tool  # noqa: E402
+from agent.models import tool_call  # noqa: E402
+from agent.protocols import Final, NativeProtocol, Reask, Step  # noqa: E402
+from agent.tools import Registry  # noqa: E402
+from agent.tools import tool as make_tool  # noqa: E402
 
 NATIVE = NativeProtocol(Registry([make_tool(lambda **kw: json.dumps(kw, sort_keys=True), name="echo",
                                             description="Echo.", parameters={"type": "object"})]))
@@ -124,7 +124,7 @@ def test_more_calls_than_a_batch_are_reasked_and_none_runs():
 
 def test_eight_calls_are_run():
     turn = NATIVE.parse(calls_of(*[tool_call(f"c{i}", "echo", {"i": i}) for i in range(8)]))
-    assert isinstance(turn, Calls) and [c.arguments for c in turn.calls] == [{"i": i} for i in range(8)]
+    assert isinstance(turn, Step) and [c.arguments for c in turn.calls] == [{"i": i} for i in range(8)]
 
 
 @pytest.mark.parametrize("arguments", [None, "", "  "])
@@ -132,7 +132,7 @@ def test_missing_empty_or_null_arguments_mean_an_empty_object(arguments):
     item = {"id": "c1", "type": "function", "function": {"name": "echo", "arguments": arguments}}
     for call in (item, {"id": "c1", "type": "function", "function": {"name": "echo"}}):
         turn = NATIVE.parse(calls_of(call))
-        assert isinstance(turn, Calls) and turn.calls[0].arguments == {} and turn.calls[0].error is None
+        assert isinstance(turn, Step) and turn.calls[0].arguments == {} and turn.calls[0].error is None
         assert turn.message["tool_calls"][0]["function"] == {"name": "echo", "arguments": "{}"}
 
 
@@ -153,7 +153,7 @@ def test_null_arguments_run_through_the_loop():
 ], ids=range(10))
 def test_a_tool_call_of_odd_shape_is_answered_with_an_error(item):
     turn = NATIVE.parse(calls_of(item))
-    assert isinstance(turn, FormatError) and turn.kind in ("schema", "bad_arguments")
+    assert isinstance(turn, Reask) and turn.kind in ("schema", "bad_arguments")
     (tool_message,) = [m for m in turn.messages if m["role"] == "tool"]
     assert tool_message["content"].startswith("error: ")
     assert "echo" in tool_message["content"]  # names the tool, or lists the tools there are
@@ -170,7 +170,7 @@ def test_a_tool_call_of_odd_shape_is_answered_with_an_error(item):
 ], ids=["huge int", "deep", "deep but decodable", "duplicate key"])
 def test_arguments_that_python_cannot_decode_are_invalid_json(arguments, message):
     turn = NATIVE.parse(calls_of(tool_call("c1", "echo", arguments)))
-    assert isinstance(turn, FormatError) and turn.kind == "invalid_json"
+    assert isinstance(turn, Reask) and turn.kind == "invalid_json"
     assert message in turn.problem and turn.problem.startswith("the arguments of echo are not valid JSON")
 
 

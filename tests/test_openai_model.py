@@ -8,8 +8,8 @@ import urllib.request
 
 import pytest
 
-from agent.model import ModelError, Reply
-from agent.openai_model import OpenAIModel
+from agent.models import ModelError, Reply
+from agent.models.openai_compatible import OpenAIModel
 from tests.openai_server import ScriptedServer
 
 HELLO = [{"role": "user", "content": "hi there"}]

@@ -35,20 +35,20 @@ def error_of(text, **options):
 # --- the schema ---------------------------------------------------------------------------
 
 def test_schema_is_valid_inline_and_has_a_branch_per_tool():
-    Draft202012Validator.check_schema(SCHEMA)
-    assert "$ref" not in json.dumps(SCHEMA)
-    objects = [b for b in SCHEMA["anyOf"] if b["type"] == "object"]
+    Draft202012Validator.check_schema(SCHEMA.schema)
+    assert "$ref" not in json.dumps(SCHEMA.schema)
+    objects = [b for b in SCHEMA.schema["anyOf"] if b["type"] == "object"]
     assert [b["properties"]["type"]["const"] for b in objects] == ["final", "tool_call", "tool_call", "tool_call"]
     assert [b["properties"]["tool"]["const"] for b in objects[1:]] == list(TOOLS)
     assert all(b["additionalProperties"] is False for b in objects)
     assert objects[1]["properties"]["arguments"] == TOOLS["calculator"]
     assert objects[1]["required"] == ["type", "tool", "arguments"]
-    (batch,) = [b for b in SCHEMA["anyOf"] if b["type"] == "array"]
+    (batch,) = [b for b in SCHEMA.schema["anyOf"] if b["type"] == "array"]
     assert (batch["minItems"], batch["maxItems"]) == (1, 8)
 
 
 def test_schema_without_batch_has_no_array_branch():
-    assert all(branch["type"] == "object" for branch in action_schema(TOOLS, batch=False)["anyOf"])
+    assert all(branch["type"] == "object" for branch in action_schema(TOOLS, batch=False).schema["anyOf"])
 
 
 def test_schema_with_no_tools_only_allows_a_final_answer():
@@ -64,7 +64,7 @@ def test_schema_does_not_share_the_tool_parameter_dicts():
     parameters = {"type": "object", "properties": {}}
     schema = action_schema({"noop": parameters})
     parameters["properties"]["x"] = {"type": "string"}
-    assert schema["anyOf"][1]["properties"]["arguments"]["properties"] == {}
+    assert schema.schema["anyOf"][1]["properties"]["arguments"]["properties"] == {}
 
 
 # --- extraction ---------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def test_a_long_reply_full_of_repairable_looking_brackets_still_finds_the_action
 
 # --- hostile replies: every one is a ParseError of a known kind ----------------------------
 
-from agent.parsing import MAX_REPLY_CHARS, ActionSchema  # noqa: E402
+from agent.parsing import MAX_REPLY_CHARS  # noqa: E402
 
 
 def test_a_reply_over_the_size_limit_is_too_long_and_says_the_sizes():
@@ -466,16 +466,6 @@ def test_lone_surrogates_are_replaced_in_answers_keys_and_arguments():
     assert flags.value["arguments"] == {"d": ["\ufffd"]}
     json.dumps(flags.value, ensure_ascii=False).encode()  # encodable: no lone surrogate left
     assert parse('{"type": "final", "answer": "\\ud83d\\ude80"}').value["answer"] == "🚀"  # a pair is kept
-
-
-def test_a_precompiled_action_schema_gives_the_same_results():
-    compiled = ActionSchema(SCHEMA)
-    assert parse_action(CALC, compiled) == parse(CALC)
-    for text in ['{"type": "tool_call", "tool": "calculator", "arguments": {}}', f"[{CALC}, {FINAL}]",
-                 '{"type": "tool_call", "tool": "web", "arguments": {}}']:
-        with pytest.raises(ParseError) as caught:
-            parse_action(text, compiled)
-        assert (caught.value.kind, caught.value.message) == (error_of(text).kind, error_of(text).message)
 
 
 @pytest.mark.parametrize("tool", [[1], {"a": 1}, None, 3])

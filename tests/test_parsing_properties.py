@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.parsing import MAX_REPLY_CHARS, ActionSchema, ParseError, Parsed, action_schema, parse_action
+from agent.parsing import MAX_REPLY_CHARS, ParseError, Parsed, action_schema, parse_action
 
-SCHEMA = ActionSchema(action_schema({
+SCHEMA = action_schema({
     "calculator": {"type": "object", "properties": {"expression": {"type": "string"}},
                    "required": ["expression"], "additionalProperties": False},
     "flags": {"type": "object"},
-}))
+})
 FRAGMENTS = ["{", "}", "[", "]", '"', "'", ":", ",", " ", "\n", "\\", "\\u", "\\ud800", "<think>", "</think>",
              "<thinking>", "</thinking>", "```", "```json\n", "0", "7", "1" * 50, "-", ".5", "e9", "True", "None",
              "False", "true", "null", "NaN", '"type"', '"final"', '"tool_call"', '"tool"', '"calculator"',

@@ -5,7 +5,7 @@ from jsonschema import Draft202012Validator
 
 from agent import Agent, Reply, ScriptedModel
 from agent.protocols import NativeProtocol, PromptProtocol, explicit_types, written_call
-from tools import Registry, builtin_registry, tool
+from agent.tools import Registry, builtin_registry, tool
 
 
 @tool(parameters={"type": "object", "required": ["value", "unit"], "additionalProperties": False, "properties": {

@@ -1,6 +1,6 @@
 import pytest
 
-from tools import Registry, Tool, ToolError, ToolResult, builtin_registry, tool
+from agent.tools import Registry, Tool, ToolError, ToolResult, builtin_registry, tool
 
 
 @tool
@@ -13,7 +13,6 @@ def test_bare_decorator_makes_a_tool_from_the_function():
     assert isinstance(greet, Tool)
     assert greet.name == "greet"
     assert greet.description == "Greet someone by name."
-    assert greet.dangerous is False
     assert greet.function("Ada") == "hello Ada"
 
 
@@ -41,16 +40,11 @@ def test_schema_is_derived_from_the_signature():
 def test_decorator_with_arguments_overrides_name_description_and_schema():
     schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
-    @tool(name="search", description="Search the notes.", parameters=schema, dangerous=True)
+    @tool(name="search", description="Search the notes.", parameters=schema)
     def anything(**kwargs):
         return kwargs
 
-    assert (anything.name, anything.description, anything.parameters, anything.dangerous) == (
-        "search",
-        "Search the notes.",
-        schema,
-        True,
-    )
+    assert (anything.name, anything.description, anything.parameters) == ("search", "Search the notes.", schema)
 
 
 def test_docstring_is_cleaned():
@@ -125,8 +119,8 @@ def test_invalid_schemas_and_names_are_refused_when_added():
 def test_check_arguments_gives_the_json_path():
     registry = Registry([greet])
     assert registry.check_arguments("greet", {"name": "Ada"}) is None
-    assert registry.check_arguments("greet", {"name": 5}) == "$.name: 5 is not of type 'string'"
-    assert registry.check_arguments("greet", {}) == "$: 'name' is a required property"
+    assert registry.check_arguments("greet", {"name": 5}) == "arguments for greet: $.name: 5 is not of type 'string'"
+    assert registry.check_arguments("greet", {}) == "arguments for greet: $: 'name' is a required property"
     assert "'extra' was unexpected" in registry.check_arguments("greet", {"name": "Ada", "extra": 1})
     assert registry.check_arguments("nope", {}) == "unknown tool 'nope'; available tools: greet"
 
@@ -145,7 +139,7 @@ def test_invalid_arguments_become_an_error_result_with_the_expected_signature():
     result = Registry([greet]).call("greet", {"name": 5})
     assert result == ToolResult(
         False,
-        "error: invalid arguments for greet: $.name: 5 is not of type 'string' "
+        "error: arguments for greet: $.name: 5 is not of type 'string' "
         "(expected: greet(name: string, times?: integer = 1, loud?: boolean = false))",
     )
 
@@ -258,5 +252,5 @@ def test_run_uses_arguments_as_checked_and_call_still_checks_them():
     # run trusts its caller: arguments the schema refuses reach the function, whose failure becomes a result
     unchecked = registry.run("greet", {"name": 5})
     assert not unchecked.ok and unchecked.text.startswith("error: greet failed: TypeError")
-    assert registry.call("greet", {"name": 5}).text.startswith("error: invalid arguments for greet: $.name")
+    assert registry.call("greet", {"name": 5}).text.startswith("error: arguments for greet: $.name")
     assert registry.run("nope", {}) == ToolResult(False, "error: unknown tool 'nope'; available tools: greet")

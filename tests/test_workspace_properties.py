@@ -6,8 +6,8 @@ from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from tools import ToolError
-from tools.files import Workspace
+from agent.tools import ToolError
+from agent.tools.files import Workspace
 
 SECRET = "TOPSECRET-b81f0c"  # the content of every file outside; its size, 7,777 bytes, is shown by no inside file
 SECRET_SIZE = "7,777 bytes"

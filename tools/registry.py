@@ -26,7 +26,6 @@ class Tool:
     description: str
     parameters: dict
     function: Callable[..., Any]
-    dangerous: bool = False
     hint: str = ""  # a one-line rule for the prompt, shown only when the tool is offered
     example: dict | None = None  # {"task", "arguments", "result", "answer"}: a worked example for the prompt
 
@@ -41,7 +40,7 @@ class ToolResult:
     text: str
 
 
-def tool(function=None, *, name=None, description=None, parameters=None, dangerous=False, hint="", example=None):
+def tool(function=None, *, name=None, description=None, parameters=None, hint="", example=None):
     """Turn a function into a Tool; usable bare (@tool) or with arguments (@tool(name=...))."""
 
     def make(function: Callable[..., Any]) -> Tool:
@@ -50,7 +49,7 @@ def tool(function=None, *, name=None, description=None, parameters=None, dangero
         if not text:
             raise ValueError(f"tool {tool_name!r} needs a description: add a docstring or pass description=")
         schema = parameters if parameters is not None else _schema_from_signature(tool_name, function)
-        return Tool(tool_name, text, schema, function, dangerous, hint, example)
+        return Tool(tool_name, text, schema, function, hint, example)
 
     return make if function is None else make(function)
 
@@ -141,31 +140,29 @@ class Registry:
         return {name: copy.deepcopy(t.parameters) for name, t in self._tools.items()}
 
     def check_arguments(self, name: str, arguments: Any) -> str | None:
-        """None if `arguments` fit the tool, else what is wrong, with the JSON path of the fault."""
+        """None if `arguments` fit the tool, else what is wrong (an unknown tool, or the JSON path of the fault)."""
         if not isinstance(name, str) or name not in self._tools:
-            return self._unknown(name)
+            return unknown_tool(name, self._tools)
         error = best_match(self._validators[name].iter_errors(arguments))
         if error is None:
             return None
-        return f"{error.json_path}: {_shorten(error.message)}"
+        return bad_arguments(name, f"{error.json_path}: {_shorten(error.message)}")
 
     def call(self, name: str, arguments: dict) -> ToolResult:
         """Check the arguments, then run the tool; every failure becomes an 'error: ...' result, nothing is raised."""
-        tool = self._tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            return ToolResult(False, f"error: {self._unknown(name)}")
         problem = self.check_arguments(name, arguments)
-        if problem is not None:
-            return ToolResult(False, f"error: invalid arguments for {name}: {problem} "
-                                     f"(expected: {signature(name, tool.parameters)})")
-        return self.run(name, arguments)
+        if problem is None:
+            return self.run(name, arguments)
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        expected = f" (expected: {signature(name, tool.parameters)})" if tool else ""
+        return ToolResult(False, f"error: {problem}{expected}")
 
     def run(self, name: str, arguments: dict) -> ToolResult:
         """Run a tool with arguments already checked against its parameters (check_arguments, or a
         validated action); like `call`, but without checking them again."""
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            return ToolResult(False, f"error: {self._unknown(name)}")
+            return ToolResult(False, f"error: {unknown_tool(name, self._tools)}")
         try:
             return ToolResult(True, _as_text(tool.function(**arguments)))
         except ToolError as error:
@@ -187,9 +184,15 @@ class Registry:
             for t in self._tools.values()
         ]
 
-    def _unknown(self, name: str) -> str:
-        available = ", ".join(self._tools) or "none"
-        return f"unknown tool {_shorten(repr(name))}; available tools: {available}"
+
+def unknown_tool(name: object, available: Iterable[str]) -> str:
+    """What is wrong with a call to a tool that is not offered: the one message for it, in every protocol."""
+    return f"unknown tool {_shorten(repr(name))}; available tools: {', '.join(available) or 'none'}"
+
+
+def bad_arguments(name: str, problem: str) -> str:
+    """What is wrong with arguments that do not fit the tool's parameters; ``problem`` starts with the JSON path."""
+    return f"arguments for {name}: {problem}"
 
 
 def _as_text(value: Any) -> str:

@@ -19,7 +19,7 @@ import jsonschema
 import openai
 
 from agent.config import DEFAULT_BASE_URL
-from agent.model import ModelError, Reply, tool_call
+from agent.models import ModelError, Reply, tool_call
 from agent.text import scrub
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tools import Registry, Tool
+from agent.tools import Registry, Tool
 
 DEFAULT_RESULT = "ok"
 NO_PARAMETERS = {"type": "object", "properties": {}}

@@ -25,7 +25,7 @@ re-asked, not made.
 
 A line may bring its own tools instead of the built-in ones: "tools" is a list of OpenAI function specs
 and "results" scripts their answers ({tool: [{"when": {arg: [values]}, "result": ...}, {"result": default}]},
-see agent.scripted_tools); the run then sees only those tools.
+see agent/evaluation/scripted_tools.py); the run then sees only those tools.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from agent.config import ConfigError
-from agent.scripted_tools import accepts, same, scripted_registry
+from agent.evaluation.scripted_tools import accepts, same, scripted_registry
 
 BUILTIN = "built-in"
 MAX_SUITE_BYTES = 50_000_000
@@ -120,7 +120,8 @@ class Task:
 def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> list[Task]:
     """The tasks of a JSONL suite (the built-in one when no path is given); ConfigError says what is wrong where."""
     if path is None:
-        where, text = BUILTIN + " suite", (package_files("agent") / "suite.jsonl").read_text(encoding="utf-8")
+        where = BUILTIN + " suite"
+        text = (package_files("agent.evaluation") / "suite.jsonl").read_text(encoding="utf-8")
     else:
         where = path
         try:

@@ -49,9 +49,6 @@ class ScriptedModel:
         self.replies = deque(replies)
         self.calls: list[dict] = []
 
-    def add(self, *replies) -> None:
-        self.replies.extend(replies)
-
     def complete(self, messages: list[dict], **options: Any) -> Reply:
         self.calls.append({"messages": list(messages), "options": options})  # the loop never edits a sent message
         if not self.replies:

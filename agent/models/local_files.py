@@ -38,6 +38,11 @@ class ModelFile:
     version: str
     parts: tuple[Part, ...]
 
+    def shipped(self) -> str:
+        """How it is installed, for the command line's help: "the `local` extra, 1.1 GB"."""
+        size = f"{self.size / 1e9:.1f} GB" if self.size >= 1e9 else f"{self.size / 1e6:.0f} MB"
+        return f"the `{self.extra}` extra, {size}"
+
     def install(self, reinstall: bool = False) -> str:
         return f"pip install {'--force-reinstall ' if reinstall else ''}'.[{self.extra}]' in the project folder"
 
@@ -77,8 +82,9 @@ def built_in(choice: str | None) -> ModelFile:
     return BUILT_IN[choice]
 
 
-def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
-    """$AGENT_CACHE_DIR, else $XDG_CACHE_HOME/prompt-protocol-agent, else ~/.cache/prompt-protocol-agent."""
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """$AGENT_CACHE_DIR, else $XDG_CACHE_HOME/prompt-protocol-agent, else ~/.cache/prompt-protocol-agent, as
+    ``env`` (the environment the caller read) says; ``cache_dir({})`` is the last."""
     if env.get("AGENT_CACHE_DIR"):
         return Path(env["AGENT_CACHE_DIR"]).expanduser()
     base = Path(env["XDG_CACHE_HOME"]).expanduser() if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
@@ -98,8 +104,9 @@ def user_model(path: str | os.PathLike) -> Path:
 
 def embedded_model(model: ModelFile = DEFAULT, cache: Path | None = None,
                    models: Mapping[str, ModelFile] = BUILT_IN) -> Path:
-    """The verified cached file, assembled from the installed data packages on first use."""
-    target = (cache or cache_dir()) / model.name
+    """The verified cached file, assembled from the installed data packages on first use; in ``cache``, by default
+    ``cache_dir({})``."""
+    target = (cache or cache_dir({})) / model.name
     if target.exists():
         verify(target, model.size, model.sha256)
         return target

@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from agent.config import ConfigError
-from agent.model import ModelError, Reply, tool_call
-from agent.model_files import built_in, cache_dir, embedded_model, user_model
+from agent.models import ModelError, Reply, tool_call
+from agent.models.local_files import built_in, cache_dir, embedded_model, user_model
 
 MAX_TOKENS = 512
 INSTALL_HINT = ("the local model needs llama-cpp-python, which the `{extra}` extra installs: {install} "
@@ -34,9 +34,9 @@ def load_local_model(model_path: str | None = None, *, local_model: str | None =
                      temperature: float | None = None, n_ctx: int = 8192, max_tokens: int = MAX_TOKENS,
                      cache: Path | None = None) -> LocalModel:
     """The GGUF file at ``model_path``, else the built-in model named ``local_model`` (default: the larger one),
-    verified before every load and assembled on first use."""
+    verified before every load and assembled on first use in ``cache`` (by default ``cache_dir({})``)."""
     embedded = built_in(local_model)
-    path = user_model(model_path) if model_path else (cache or cache_dir()) / embedded.name
+    path = user_model(model_path) if model_path else (cache or cache_dir({})) / embedded.name
     try:
         import llama_cpp
     except ImportError as error:

@@ -1,0 +1,122 @@
+"""`agent eval`: run a task suite in one or more protocols on the same model and compare them side by side."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from agent.cli import EXIT_CODES
+from agent.cli.options import (PROTOCOLS, add_model_options, builtin_tools, check_output_file, environment,
+                               positive_int, resolve)
+from agent.config import ConfigError
+from agent.evaluation.reports import render_table, summarize, table_rows
+from agent.evaluation.runner import run_eval
+from agent.evaluation.suites import BUILTIN, Task, load_suite
+from agent.text import plural
+from agent.tools.files import atomic_write
+
+ALL_MODEL_ERRORS = 3
+MAX_REPEAT = 1000
+MAX_WORKERS = 64
+
+
+def eval_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent eval", description="Run a task suite in each protocol on the same model and compare them.")
+    parser.add_argument("suite", nargs="?", help="a JSONL task suite; default: the built-in one")
+    parser.add_argument("--protocol", action="append", choices=PROTOCOLS,
+                        help="a protocol to run; repeat to compare; default: both")
+    parser.add_argument("--repeat", type=at_most(MAX_REPEAT), default=1, metavar="N",
+                        help=f"runs per task, default 1, at most {MAX_REPEAT}")
+    parser.add_argument("--workers", type=at_most(MAX_WORKERS), metavar="K",
+                        help=f"runs at once, at most {MAX_WORKERS}; default 4 for an endpoint, 1 for the local model "
+                             "(it runs one call at a time, and reuses the prompt it has just read)")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N tasks")
+    parser.add_argument("--tasks", metavar="ID,ID", help="only these tasks")
+    parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_model_options(parser)
+    return parser
+
+
+def at_most(limit: int) -> Callable[[str], int]:
+    def count(text: str) -> int:
+        value = positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit}, got {value}")
+        return value
+
+    return count
+
+
+def eval_command(argv: list[str]) -> int:
+    args = eval_parser().parse_args(argv)
+    env = environment()
+    if args.out is not None:
+        check_output_file(args.out, "--out", "results file")
+    tasks = select(load_suite(args.suite, set(builtin_tools(".").names)), args.tasks, args.limit)
+    setup = resolve(args, env, list(dict.fromkeys(args.protocol or PROTOCOLS)))
+    workers, started = args.workers or (1 if setup.local else 4), now()
+    total = len(tasks) * len(setup.protocols) * args.repeat
+    if not args.quiet:
+        print(f"agent eval: {plural(len(tasks), 'task')} × {plural(len(setup.protocols), 'protocol')} × "
+              f"{plural(args.repeat, 'repeat')} = {plural(total, 'run')}, {plural(workers, 'worker')}",
+              file=sys.stderr)
+    widths = (max(map(len, setup.protocols)), max(len(t.id) for t in tasks))
+
+    def show(record: dict, done: int, planned: int) -> None:
+        print(progress_line(record, done, planned, *widths), file=sys.stderr)
+
+    evaluation = run_eval(tasks, setup.protocols, setup.model, setup.settings, repeat=args.repeat, workers=workers,
+                          on_done=None if args.quiet else show)
+    summary = summarize(evaluation.runs, list(setup.protocols))
+    if evaluation.interrupted:
+        print(f"agent eval: interrupted; {len(evaluation.runs)} of {total} runs finished", file=sys.stderr)
+    print(render_table(table_rows(summary), args.markdown))
+    if args.out:
+        write_json(args.out, {
+            "suite": args.suite or BUILTIN, "model": setup.describe(), "started": started, "finished": now(),
+            "settings": {**asdict(setup.settings), "constrain": setup.constrain, "repeat": args.repeat,
+                         "workers": workers, "protocols": list(setup.protocols)},
+            "interrupted": evaluation.interrupted, "runs": evaluation.runs, "summary": summary})
+    if evaluation.interrupted:
+        return EXIT_CODES["interrupted"]
+    if evaluation.runs and all(r["status"] == "model_error" for r in evaluation.runs):
+        print("agent eval: every run failed with a model error; is the endpoint up? "
+              f"First error: {evaluation.runs[0]['error']}", file=sys.stderr)
+        return ALL_MODEL_ERRORS
+    return 0
+
+
+def select(tasks: list[Task], ids: str | None, limit: int | None) -> list[Task]:
+    if ids is not None:
+        wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        if not wanted:
+            raise ConfigError(f"--tasks {ids!r} names no task; pass task ids separated by commas")
+        unknown = sorted(set(wanted) - {t.id for t in tasks})
+        if unknown:
+            raise ConfigError(f"--tasks: no task {', '.join(unknown)} in the suite")
+        tasks = [t for t in tasks if t.id in wanted]
+    return tasks[:limit] if limit else tasks
+
+
+def progress_line(record: dict, done: int, total: int, label_width: int, id_width: int) -> str:
+    failed = [c["check"] for c in record["checks"] if not c["ok"]]
+    why = "" if record["passed"] else record["status"] if record["status"] != "final" else ", ".join(failed)
+    return (f"[{done}/{total}] {record['protocol']:<{label_width}}  {record['task']:<{id_width}}  "
+            f"{'pass' if record['passed'] else 'FAIL'}  {plural(record['steps'], 'step')} {record['seconds']:.1f}s"
+            f"{'  ' + why if why else ''}")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def write_json(path: str, data: dict) -> None:
+    """Written atomically, so a reader never sees half a file."""
+    atomic_write(Path(path), json.dumps(data, ensure_ascii=False, indent=2) + "\n")

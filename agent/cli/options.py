@@ -1,0 +1,182 @@
+"""What `agent` and `agent eval` share: the model and limit options, and their resolution, once, into a Setup."""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from agent.config import DEFAULT_BASE_URL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
+from agent.models import Model
+from agent.models.local_files import BUILT_IN, DEFAULT
+
+PROTOCOLS = ("prompt", "native")
+DEFAULTS = Settings()
+TIMEOUT = 60.0  # seconds for a whole request
+LOCAL_HISTORY_CHARS = 18_000  # about 6,000 tokens: leaves room in the local model's 8,192 for the reply
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The command line and the environment, resolved once: the model, the loop's settings, and a protocol
+    factory ``make(registry)`` for each protocol asked for, by label."""
+
+    endpoint: Endpoint | None  # None: the embedded local model
+    model: Model
+    settings: Settings
+    constrain: bool  # prompt-protocol replies constrained by the action schema
+    protocols: dict[str, Callable]
+    model_path: str | None = None  # the local model's own GGUF file, if one was given
+
+    @property
+    def local(self) -> bool:
+        return self.endpoint is None
+
+    def describe(self) -> dict:
+        """What we know about the model, never the key."""
+        if self.endpoint is None:
+            return {"backend": "local", "model_path": self.model_path}
+        return {"backend": "openai-compatible", "base_url": self.endpoint.base_url or DEFAULT_BASE_URL,
+                "model": self.endpoint.model}
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Options that choose and tune the model and the protocol, shared by `agent` and `agent eval`."""
+    group = parser.add_argument_group("model")
+    group.add_argument("--base-url", help="OpenAI-compatible endpoint (env AGENT_BASE_URL, OPENAI_BASE_URL)")
+    group.add_argument("--api-key", help="API key (env AGENT_API_KEY, OPENAI_API_KEY); not needed for local servers")
+    group.add_argument("--model", help="model name (env AGENT_MODEL)")
+    group.add_argument("--timeout", type=positive_float, default=TIMEOUT, metavar="SECONDS",
+                       help=f"for a whole request, default {TIMEOUT:g}")
+    group.add_argument("--temperature", type=temperature, help="sent only when given")
+    group.add_argument("--local", action="store_true", help=f"use the embedded local model (the `{DEFAULT.extra}` "
+                                                            "extra); implied by --local-model and --model-path")
+    group.add_argument("--model-path", help="a GGUF file for the local model (env AGENT_MODEL_PATH)")
+    models = " or ".join(f"{m.choice} ({'default; ' if m is DEFAULT else ''}{m.shipped()})" for m in BUILT_IN.values())
+    group.add_argument("--local-model", choices=BUILT_IN,
+                       help=f"the built-in local model: {models} (env AGENT_LOCAL_MODEL); --model-path overrides it")
+    group.add_argument("--constrain", action=argparse.BooleanOptionalAction,
+                       help="constrain replies to the action schema (prompt protocol): sent as response_format "
+                            "to servers, a grammar for the local model; default: on for the local model only")
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--max-steps", type=positive_int, default=DEFAULTS.max_steps, metavar="N",
+                        help=f"tool steps, default {DEFAULTS.max_steps}")
+    limits.add_argument("--max-reasks", type=positive_int, default=DEFAULTS.max_reasks, metavar="N",
+                        help=f"malformed replies in a row before giving up, default {DEFAULTS.max_reasks}")
+    limits.add_argument("--max-output", type=positive_int, default=DEFAULTS.max_output_chars, metavar="CHARS",
+                        help=f"tool output kept per call, default {DEFAULTS.max_output_chars}")
+    limits.add_argument("--max-history", type=positive_int, metavar="CHARS",
+                        help="drop the oldest tool results beyond this many characters of conversation; "
+                             f"default: {LOCAL_HISTORY_CHARS} for the local model, no limit for endpoints")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds more than 0, got {text}")
+    return value
+
+
+def temperature(text: str) -> float:
+    value = float(text)
+    if not (0 <= value <= 2):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 2, got {text}")
+    return value
+
+
+def resolve(args: argparse.Namespace, env: Environment, protocols: list[str]) -> Setup:
+    """The flags of `add_model_options` and the environment as one Setup, for the protocols named; the model
+    is built (the local one loaded) last, once everything else is known to be right."""
+    if args.constrain and "prompt" not in protocols:
+        raise ConfigError("--constrain applies to the prompt protocol only; drop it or use --protocol prompt")
+    endpoint = choose_endpoint(args, env)
+    local = endpoint is None
+    constrain = args.constrain if args.constrain is not None else local
+    settings = Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
+                        max_history_chars=args.max_history or (LOCAL_HISTORY_CHARS if local else None))
+    model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if local else None
+    return Setup(endpoint, build_model(args, endpoint, env, model_path), settings, constrain,
+                 protocol_factories(protocols, constrain), model_path)
+
+
+def choose_endpoint(args: argparse.Namespace, env: Environment) -> Endpoint | None:
+    """The endpoint the flags and the environment name; None means the embedded local model."""
+    if args.local or args.local_model or args.model_path:  # naming a local model is asking for one
+        return None
+    endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)
+    if endpoint and endpoint.note:
+        print(f"agent: note: {endpoint.note}", file=sys.stderr)
+    return endpoint
+
+
+def build_model(args: argparse.Namespace, endpoint: Endpoint | None, env: Environment,
+                model_path: str | None) -> Model:
+    """The OpenAI-compatible model for ``endpoint``; the embedded local model when there is none."""
+    if endpoint is None:
+        from agent.models.local import load_local_model
+        from agent.models.local_files import cache_dir
+
+        return load_local_model(model_path, temperature=args.temperature, cache=cache_dir(env),
+                                local_model=args.local_model or env.get("AGENT_LOCAL_MODEL"))
+    from agent.models.openai_compatible import OpenAIModel
+
+    return OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,
+                       timeout=args.timeout, temperature=args.temperature)
+
+
+def protocol_factories(names: list[str], constrain: bool) -> dict[str, Callable]:
+    """Label → factory; the prompt protocol is labelled "prompt+constrained" when its replies are constrained."""
+    from agent.protocols import NativeProtocol, PromptProtocol
+
+    factories = {}
+    for name in names:
+        if name == "native":
+            factories["native"] = NativeProtocol
+        elif constrain:
+            factories["prompt+constrained"] = partial(PromptProtocol, constrain=True)
+        else:
+            factories["prompt"] = PromptProtocol
+    return factories
+
+
+def environment() -> Environment:
+    """The process environment, and ./.env beneath it (read, never loaded into the process)."""
+    from dotenv import dotenv_values
+
+    path = Path.cwd() / ".env"
+    try:
+        values = dotenv_values(path) if path.is_file() else {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path} ({error}); fix or remove the file") from error
+    return Environment(os.environ, values)
+
+
+def builtin_tools(workspace: str):
+    from agent.tools import builtin_registry
+
+    if not Path(workspace).is_dir():
+        raise ConfigError(f"workspace {workspace!r} is not a folder; pass --workspace DIR")
+    return builtin_registry(workspace)
+
+
+def check_output_file(path: str, flag: str, what: str) -> None:
+    """Before anything is loaded or run: an output flag (--trace, eval --out) names a file in a folder that exists."""
+    target = Path(path)
+    if not path.strip():
+        raise ConfigError(f"{flag} is empty, which is not a file name; pass {flag} FILE")
+    if target.is_dir() or path.endswith(("/", "\\")):
+        raise ConfigError(f"{flag} {path!r} is not a file name: it is a folder; pass {flag} FILE")
+    if not target.resolve().parent.is_dir():
+        raise ConfigError(f"cannot write the {what} {path!r}: the folder {str(target.parent)!r} does not exist; "
+                          f"pass {flag} FILE in a folder that exists")
