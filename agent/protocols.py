@@ -67,15 +67,14 @@ class PromptProtocol:
         if constrain:
             self.options["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "action", "schema": explicit_types(self.actions.schema)},
+                "json_schema": {"name": "action", "schema": thought_first(explicit_types(self.actions.schema))},
             }
 
     def system_prompt(self) -> str:
         """The protocol, the offered tools' documentation, their own rules and a worked example."""
         tools = list(self.registry)
-        hints = "".join(f"- {t.hint}\n" for t in tools if t.hint)
         example = next((t for t in tools if t.example), None)
-        return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=hints,
+        return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
                               names=", ".join(t.name for t in tools) or "(none)",
                               example=_worked_example(example) if example else "").rstrip() + "\n"
 
@@ -103,10 +102,15 @@ class PromptProtocol:
         return [{"role": "user", "content": content}]
 
 
+def _hints(tools) -> str:
+    return "".join(f"- {t.hint}\n" for t in tools if t.hint)
+
+
 def _worked_example(tool) -> str:
     example = tool.example
-    call = {"type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
-    final = {"type": "final", "answer": example["answer"]}
+    thoughts = ({"thought": example["thought"]}, {"thought": "results: they answer it"}) if "thought" in example else ({}, {})
+    call = {**thoughts[0], "type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
+    final = {**thoughts[1], "type": "final", "answer": example["answer"]}
     return prompts.render("example_call", task=example["task"], call=json.dumps(call, ensure_ascii=False),
                           tool=tool.name, result=example["result"], final=json.dumps(final, ensure_ascii=False))
 
@@ -131,6 +135,14 @@ def explicit_types(schema):
     if not (_SHAPED_BY & schema.keys()):
         out["type"] = ANY_JSON
     return out
+
+
+def thought_first(schema: dict) -> dict:
+    """The action schema with the thought required in single actions, so a grammar makes the model
+    write it before it chooses between a call and an answer."""
+    branches = [dict(b, required=["thought", *b["required"]]) if b.get("type") == "object" else b
+                for b in schema["anyOf"]]
+    return {**schema, "anyOf": branches}
 
 
 _WRAPPER = re.compile(r"^\s*(?:```(?:json)?|<tool_call>)\s*(.*?)\s*(?:```|</tool_call>)?\s*$", re.S)
@@ -171,7 +183,8 @@ class NativeProtocol:
         self.options = {"tools": registry.openai_tools()}
 
     def system_prompt(self) -> str:
-        return prompts.load("native_protocol")
+        """The rules both protocols share and the offered tools' own hints; the API carries the tools."""
+        return prompts.render("native_protocol", hints=_hints(self.registry))
 
     def parse(self, reply: Reply) -> Turn:
         """Calls whose arguments are checked (or carry the error to answer them with), a final answer, or a re-ask."""

@@ -10,7 +10,7 @@ import time
 
 from agent.models.local import load_local_model
 from agent.models.local_files import BUILT_IN, DEFAULT, cache_dir, embedded_model, verify
-from agent.protocols import PromptProtocol
+from agent.protocols import NativeProtocol, PromptProtocol
 from agent.tools import builtin_registry
 
 
@@ -43,6 +43,10 @@ def main() -> None:
     print(f"{'tokens: first step prompt + completion':<52} {first.usage['prompt_tokens']} + "
           f"{first.usage['completion_tokens']}; second {second.usage['prompt_tokens']} + "
           f"{second.usage['completion_tokens']}")
+    native = NativeProtocol(builtin_registry("."))
+    native_first = model.complete([{"role": "system", "content": native.system_prompt()}, task], **native.options)
+    print(f"{'first request, built-in tools: prompt mode, native':<52} {first.usage['prompt_tokens']}, "
+          f"{native_first.usage['prompt_tokens']} tokens (the model's own count)")
     print(f"{'peak resident memory':<52} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:7.0f} MB")
 
 

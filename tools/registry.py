@@ -27,7 +27,7 @@ class Tool:
     parameters: dict
     function: Callable[..., Any]
     hint: str = ""  # a one-line rule for the prompt, shown only when the tool is offered
-    example: dict | None = None  # {"task", "arguments", "result", "answer"}: a worked example for the prompt
+    example: dict | None = None  # {"task", "arguments", "result", "answer", optional "thought"}: a worked example for the prompt
 
 
 class ToolError(Exception):
