@@ -63,15 +63,22 @@ class PromptProtocol:
     def __init__(self, registry, constrain: bool = False):
         self.registry = registry
         self.actions = action_schema(registry.parameters())
-        self.options: dict = {}
-        if constrain:
-            self.options["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "action", "schema": thought_first(explicit_types(self.actions.schema))},
-            }
+        self.constrain = constrain
+        self.first_action = True  # no tool has run yet in this run: the reply begins with a thought
+
+    @property
+    def options(self) -> dict:
+        """Request options: when constrained, the schema as the response format (the thought first, before the
+        first action; later the grammar lets the model go straight to its action, which it does)."""
+        if not self.constrain:
+            return {}
+        schema = explicit_types(self.actions.schema)
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": "action", "schema": thought_first(schema) if self.first_action else schema}}}
 
     def system_prompt(self) -> str:
-        """The protocol, the offered tools' documentation, their own rules and a worked example."""
+        """The protocol, the offered tools' documentation, their own rules and a worked example; a run begins."""
+        self.first_action = True
         tools = list(self.registry)
         example = next((t for t in tools if t.example), None)
         return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
@@ -94,6 +101,7 @@ class PromptProtocol:
         return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
 
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
+        self.first_action = False
         if len(calls) == 1:
             content = prompts.render("tool_result", tool=calls[0].tool, result=outputs[0])
         else:
@@ -108,9 +116,9 @@ def _hints(tools) -> str:
 
 def _worked_example(tool) -> str:
     example = tool.example
-    thoughts = ({"thought": example["thought"]}, {"thought": "results: they answer it"}) if "thought" in example else ({}, {})
-    call = {**thoughts[0], "type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
-    final = {**thoughts[1], "type": "final", "answer": example["answer"]}
+    thought = {"thought": example["thought"]} if "thought" in example else {}
+    call = {**thought, "type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
+    final = {"type": "final", "answer": example["answer"]}
     return prompts.render("example_call", task=example["task"], call=json.dumps(call, ensure_ascii=False),
                           tool=tool.name, result=example["result"], final=json.dumps(final, ensure_ascii=False))
 

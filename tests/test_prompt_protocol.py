@@ -100,6 +100,12 @@ def test_a_reply_may_begin_with_a_thought_which_the_grammar_requires_first():
     assert not grammar.is_valid({"type": "final", "answer": "5000 m"})
     objects = [b for b in protocol.options["response_format"]["json_schema"]["schema"]["anyOf"] if b["type"] == "object"]
     assert all(b["required"][0] == "thought" and next(iter(b["properties"])) == "thought" for b in objects)
+    protocol.results([turn.calls[0]], ["5000"])  # after a tool result, the grammar lets the model act at once
+    assert Draft202012Validator(protocol.options["response_format"]["json_schema"]["schema"]).is_valid(
+        {"type": "final", "answer": "5000 m"})
+    protocol.system_prompt()  # a new run begins with a thought again
+    assert not Draft202012Validator(protocol.options["response_format"]["json_schema"]["schema"]).is_valid(
+        {"type": "final", "answer": "5000 m"})
 
 
 def test_a_thought_longer_than_its_cap_is_reasked():
