@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from urllib.parse import urlsplit
 
 import httpx2
 import jsonschema
@@ -57,6 +58,7 @@ class OpenAIModel:
         self.timeout = timeout
         self.max_retries = max_retries
         self.temperature = temperature
+        self.has_key = bool(api_key)
         http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]})
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "not-needed",
                                     timeout=timeout, max_retries=max_retries, http_client=http_client)
@@ -128,6 +130,13 @@ class OpenAIModel:
         return ModelError(f"{self.base_url} did not answer with a chat completion: {fault}; "
                           "check --base-url / AGENT_BASE_URL")
 
+    def list_models(self) -> list[str]:
+        """The model names the endpoint serves (GET /models), sorted."""
+        try:
+            return sorted(m.id for m in self.client.models.list())
+        except openai.APIError as err:
+            raise self._error(err, constrained=False) from err
+
     def _too_slow(self) -> ModelError:
         return ModelError(f"no complete answer from {self.base_url} within {self.timeout:g}s; "
                           "raise --timeout or check the server")
@@ -145,17 +154,25 @@ class OpenAIModel:
         if not isinstance(err, openai.APIStatusError):
             return ModelError(f"unexpected answer from {self.base_url}: {_short(err.message)}")
         status, message = err.status_code, _server_message(err)
+        if status in (401, 403) and not self.has_key:
+            return ModelError(f"{self.base_url} wants an API key (HTTP {status}: {message}); pass --api-key "
+                              "or set AGENT_API_KEY")
         if status in (401, 403):
-            return ModelError(f"endpoint rejected the API key (HTTP {status}); set AGENT_API_KEY or pass --api-key")
+            return ModelError(f"{self.base_url} rejected the API key (HTTP {status}: {message}); check that the "
+                              "key is right and valid for this server")
+        if status == 404 and not urlsplit(self.base_url).path.rstrip("/").endswith("/v1"):
+            return ModelError(f"{err.request.url} answered 404 ({message}); most servers serve the API under /v1: "
+                              f"try --base-url {self.base_url.rstrip('/')}/v1")
         if status == 404:
-            return ModelError(f"endpoint answered 404 for model {self.model!r} at {err.request.url}; "
-                              "check --model / AGENT_MODEL and --base-url")
+            return ModelError(f"{err.request.url} answered 404 for model {self.model!r} ({message}); check --model "
+                              "(`agent models` lists what the server serves) and --base-url")
         if status == 429:
             asked = err.response.headers.get("retry-after")
             wait = f" (the server asked to wait {asked}s)" if asked else ""
             return ModelError(f"rate limited (HTTP 429) after {retries} retries{wait}; wait and try again")
         if status >= 500:
-            return ModelError(f"endpoint error HTTP {status} after {retries} retries: {message}")
+            return ModelError(f"endpoint error HTTP {status} after {retries} retries: {message}; the server is "
+                              "down or overloaded: try again later, or another --base-url (or --local)")
         hint = "; the server may not support --constrain (response_format): drop the flag" if constrained else ""
         return ModelError(f"endpoint rejected the request (HTTP {status}): {message}{hint}")
 
