@@ -198,23 +198,24 @@ def _require_small(size: int, shown: str) -> None:
         raise ToolError(f"{shown} is too large to read ({size:,} bytes; the limit is {MAX_READ_BYTES:,} bytes)")
 
 
-def atomic_write(target: Path, content: str) -> None:
+def atomic_write(target: Path, content: str, mode: int | None = None) -> None:
     """Write to a temporary file next to `target`, then rename it over `target`; on failure leave no trace.
+    The file keeps its permissions (a new one gets 0o644), unless ``mode`` is given.
 
     A file the user may not write is refused (PermissionError), though the rename alone would replace it.
     """
-    mode = 0o644
+    keep = 0o644
     if target.is_file():
         if not os.access(target, os.W_OK):
             raise PermissionError(errno.EACCES, "the file is read-only for this user", str(target))
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        keep = stat.S_IMODE(os.stat(target).st_mode)
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp")  # short: the target's name may be at the limit
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
             file.write(content)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temp, mode)
+        os.chmod(temp, keep if mode is None else mode)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
