@@ -53,15 +53,19 @@ def ignore(event: str, **data) -> None:
 
 class Agent:
     def __init__(self, model: Model, registry, protocol=None, settings: Settings | None = None,
-                 emit: Callable[..., None] = ignore):
+                 emit: Callable[..., None] = ignore, instructions: str = ""):
         self.model, self.registry = model, registry
+        self.instructions = instructions  # the user's own, added to the system prompt after the protocol's
         self.protocol = protocol or PromptProtocol(registry)
         self.settings = settings or Settings()
         self.emit = emit  # receives every trace event: emit(event, **data)
 
     def run(self, task: str) -> RunResult:
         task = scrub(task)
-        history = [{"role": "system", "content": self.protocol.system_prompt()}, {"role": "user", "content": task}]
+        system = self.protocol.system_prompt()
+        if self.instructions.strip():
+            system += f"\nInstructions from the user:\n{scrub(self.instructions.strip())}\n"
+        history = [{"role": "system", "content": system}, {"role": "user", "content": task}]
         errors = Counter()  # malformed replies and calls, by kind: both parts of the loop count them here
         replies = Replies(self.model, self.protocol, self.settings.max_reasks, self.emit, errors)
         steps = Steps(self.registry, self.protocol, self.settings, self.emit, errors)

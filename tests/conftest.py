@@ -5,12 +5,19 @@ import pytest
 from tests.openai_server import ScriptedServer
 
 
+def pytest_configure(config):
+    """The `agent` processes the tests start inherit no input: a pipe left open by whatever runs the tests
+    would otherwise be read as the task's piped input. Tests that pipe input in say so."""
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+
+
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch):
-    """Keep the developer's OPENAI_* / AGENT_* settings out of every test."""
+def _clean_environment(monkeypatch, tmp_path_factory):
+    """Keep the developer's OPENAI_* / AGENT_* settings and configuration file out of every test."""
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "AGENT_")):
             monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture

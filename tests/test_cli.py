@@ -111,7 +111,7 @@ def test_flags_beat_environment_which_beats_dotenv(server, workspace, capsys, mo
 
 
 @pytest.mark.parametrize("args, env, expected", [
-    (["--base-url", "http://127.0.0.1:9/v1"], {}, "--model NAME or set AGENT_MODEL"),
+    (["--base-url", "http://127.0.0.1:9/v1"], {}, "pass --model NAME (`agent models` lists what it serves)"),
     ([], {"AGENT_MODEL": "gpt-x"}, "set AGENT_BASE_URL (or --base-url)"),
     (["--model", "m", "--base-url", "http://x/v1", "--workspace", "missing-dir"], {}, "pass --workspace DIR"),
     (["--model", "m", "--base-url", "http://x/v1", "--protocol", "native", "--constrain"], {}, "drop it"),
@@ -135,7 +135,8 @@ def test_module_entry_point_reports_errors_without_traceback(workspace):
     done = subprocess.run([sys.executable, "-m", "agent", "--base-url", "http://127.0.0.1:9/v1", "x"],
                           capture_output=True, text=True, cwd=workspace, env=child_env(), timeout=60)
     assert done.returncode == 2
-    assert done.stderr.strip() == "agent: no model set: pass --model NAME or set AGENT_MODEL"
+    assert done.stderr.strip() == ("agent: no model named for http://127.0.0.1:9/v1: pass --model NAME (`agent models` "
+                                   "lists what it serves) or set AGENT_MODEL; or pass --local for the embedded model")
 
 
 def test_a_folder_with_its_own_tools_and_prompts_packages_does_not_shadow_ours(server, workspace):

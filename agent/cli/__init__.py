@@ -1,10 +1,12 @@
 """The command line: the composition root, the one place that reads the environment and puts the pieces together.
 
-One module per command: run.py (`agent TASK`), tools.py (`agent tools`), eval.py (`agent eval`); options.py
-holds what they share. A command's module is imported when it runs, so Ctrl-C at start-up is handled like later.
+One module per command: run.py (`agent TASK`), tools.py (`agent tools`), eval.py (`agent eval`), models.py
+(`agent models`), config.py (`agent config`, `agent keys`), completion.py; options.py holds what they share. A command's module is imported when it runs, so Ctrl-C at
+start-up is handled like later.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from agent.config import ConfigError
@@ -12,6 +14,11 @@ from agent.config import ConfigError
 EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "error": 4,
               "interrupted": 130}
 USAGE_ERROR = 2
+COMMANDS = ("tools", "eval", "models", "config", "keys", "completion", "help")
+# options of `agent TASK` that take a value: the word after one is its value, not a command or the task
+VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
+                 "--temperature", "--model-path", "--local-model", "--max-steps", "--max-reasks", "--max-output",
+                 "--max-history", "--system", "-s"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,17 +27,51 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     try:
-        if argv[:1] == ["tools"]:
-            from agent.cli.tools import tools_command
-            return tools_command(argv[1:])
-        if argv[:1] == ["eval"]:
-            from agent.cli.eval import eval_command
-            return eval_command(argv[1:])
-        from agent.cli.run import run_command
-        return run_command(argv)
+        command, rest = split_command(argv)
+        return dispatch(command, rest)
     except ConfigError as error:
         print(f"agent: {error}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         print("agent: interrupted", file=sys.stderr)
         return EXIT_CODES["interrupted"]
+    except BrokenPipeError:  # `agent tools --json | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not fail again
+        return 0
+
+
+def split_command(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The command named by the first word that is neither an option nor an option's value, and the other
+    words; no command (None) when that word is anything else, or comes after `--`: then it is the task."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return None, argv
+        if word.startswith("-") and word != "-":
+            index += 2 if word in VALUE_OPTIONS else 1
+            continue
+        if word in COMMANDS:
+            return word, argv[:index] + argv[index + 1:]
+        return None, argv
+    return None, argv
+
+
+def dispatch(command: str | None, argv: list[str]) -> int:
+    if command == "tools":
+        from agent.cli.tools import tools_command
+        return tools_command(argv)
+    if command == "eval":
+        from agent.cli.eval import eval_command
+        return eval_command(argv)
+    if command == "models":
+        from agent.cli.models import models_command
+        return models_command(argv)
+    if command == "completion":
+        from agent.cli.completion import completion_command
+        return completion_command(argv)
+    if command in ("config", "keys"):
+        from agent.cli.config import config_command, keys_command
+        return (config_command if command == "config" else keys_command)(argv)
+    from agent.cli.run import run_command
+    return run_command(["--help"] if command == "help" else argv)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (PROTOCOLS, add_model_options, builtin_tools, check_output_file, environment,
+from agent.cli.options import (PROTOCOLS, Parser, add_model_options, builtin_tools, check_output_file, environment,
                                positive_int, resolve)
 from agent.config import ConfigError
 from agent.evaluation.reports import render_table, summarize, table_rows
@@ -20,12 +20,13 @@ from agent.text import plural
 from agent.tools.files import atomic_write
 
 ALL_MODEL_ERRORS = 3
+BELOW_MIN_PASS = 4  # like a run without the answer asked for
 MAX_REPEAT = 1000
 MAX_WORKERS = 64
 
 
 def eval_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="agent eval", description="Run a task suite in each protocol on the same model and compare them.")
     parser.add_argument("suite", nargs="?", help="a JSONL task suite; default: the built-in one")
     parser.add_argument("--protocol", action="append", choices=PROTOCOLS,
@@ -40,8 +41,18 @@ def eval_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--list", action="store_true", help="list the suite's tasks (id, category, task) and stop")
+    parser.add_argument("--min-pass", type=percentage, metavar="PERCENT",
+                        help="exit 4 when a protocol passes fewer than this share of its runs (for CI)")
     add_model_options(parser)
     return parser
+
+
+def percentage(text: str) -> float:
+    value = float(text.rstrip("%"))
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage from 0 to 100, got {text}")
+    return value
 
 
 def at_most(limit: int) -> Callable[[str], int]:
@@ -60,6 +71,10 @@ def eval_command(argv: list[str]) -> int:
     if args.out is not None:
         check_output_file(args.out, "--out", "results file")
     tasks = select(load_suite(args.suite, set(builtin_tools(".").names)), args.tasks, args.limit)
+    if args.list:
+        for task in tasks:
+            print(f"{task.id}\t{task.category or '-'}\t{' '.join(task.task.split())}")
+        return 0
     setup = resolve(args, env, list(dict.fromkeys(args.protocol or PROTOCOLS)))
     workers, started = args.workers or (1 if setup.local else 4), now()
     total = len(tasks) * len(setup.protocols) * args.repeat
@@ -90,6 +105,11 @@ def eval_command(argv: list[str]) -> int:
         print("agent eval: every run failed with a model error; is the endpoint up? "
               f"First error: {evaluation.runs[0]['error']}", file=sys.stderr)
         return ALL_MODEL_ERRORS
+    below = [f"{label} passed {100 * s['passed'] / s['runs']:.1f}%" for label, s in summary.items()
+             if args.min_pass is not None and s["runs"] and 100 * s["passed"] / s["runs"] < args.min_pass]
+    if below:
+        print(f"agent eval: below --min-pass {args.min_pass:g}%: {'; '.join(below)}", file=sys.stderr)
+        return BELOW_MIN_PASS
     return 0
 
 

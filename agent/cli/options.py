@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
 import sys
@@ -10,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from agent.config import DEFAULT_BASE_URL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
+from agent.config import DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
 from agent.models import Model
 from agent.models.local_files import BUILT_IN, DEFAULT
 
@@ -18,6 +19,18 @@ PROTOCOLS = ("prompt", "native")
 DEFAULTS = Settings()
 TIMEOUT = 60.0  # seconds for a whole request
 LOCAL_HISTORY_CHARS = 18_000  # about 6,000 tokens: leaves room in the local model's 8,192 for the reply
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line with a hint (a near miss for a misspelt option), not the whole usage block."""
+
+    def error(self, message: str):
+        hint = ""
+        if message.startswith("unrecognized arguments: "):
+            word = message.split(": ", 1)[1].split()[0].split("=")[0]
+            close = difflib.get_close_matches(word, list(self._option_string_actions), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close and word.startswith("-") else ""
+        self.exit(2, f"{self.prog}: {message}{hint} (see {self.prog} --help)\n")
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model")
     group.add_argument("--base-url", help="OpenAI-compatible endpoint (env AGENT_BASE_URL, OPENAI_BASE_URL)")
     group.add_argument("--api-key", help="API key (env AGENT_API_KEY, OPENAI_API_KEY); not needed for local servers")
-    group.add_argument("--model", help="model name (env AGENT_MODEL)")
+    group.add_argument("-m", "--model", help="model name (env AGENT_MODEL; for OpenAI's own endpoint, default "
+                                             f"{OPENAI_DEFAULT_MODEL})")
     group.add_argument("--timeout", type=positive_float, default=TIMEOUT, metavar="SECONDS",
                        help=f"for a whole request, default {TIMEOUT:g}")
     group.add_argument("--temperature", type=temperature, help="sent only when given")
@@ -66,7 +80,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--max-steps", type=positive_int, default=DEFAULTS.max_steps, metavar="N",
                         help=f"tool steps, default {DEFAULTS.max_steps}")
     limits.add_argument("--max-reasks", type=positive_int, default=DEFAULTS.max_reasks, metavar="N",
-                        help=f"malformed replies in a row before giving up, default {DEFAULTS.max_reasks}")
+                        help=f"re-asks of unusable replies in a row; the next unusable reply ends the run, default {DEFAULTS.max_reasks}")
     limits.add_argument("--max-output", type=positive_int, default=DEFAULTS.max_output_chars, metavar="CHARS",
                         help=f"tool output kept per call, default {DEFAULTS.max_output_chars}")
     limits.add_argument("--max-history", type=positive_int, metavar="CHARS",
@@ -110,11 +124,11 @@ def resolve(args: argparse.Namespace, env: Environment, protocols: list[str]) ->
                  protocol_factories(protocols, constrain), model_path)
 
 
-def choose_endpoint(args: argparse.Namespace, env: Environment) -> Endpoint | None:
+def choose_endpoint(args: argparse.Namespace, env: Environment, need_model: bool = True) -> Endpoint | None:
     """The endpoint the flags and the environment name; None means the embedded local model."""
     if args.local or args.local_model or args.model_path:  # naming a local model is asking for one
         return None
-    endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model)
+    endpoint = resolve_endpoint(env, args.base_url, args.api_key, args.model, need_model)
     if endpoint and endpoint.note:
         print(f"agent: note: {endpoint.note}", file=sys.stderr)
     return endpoint
@@ -151,15 +165,30 @@ def protocol_factories(names: list[str], constrain: bool) -> dict[str, Callable]
 
 
 def environment() -> Environment:
-    """The process environment, and ./.env beneath it (read, never loaded into the process)."""
+    """The process environment, then ./.env, then the user's configuration file (both read with python-dotenv,
+    never loaded into the process)."""
+    return Environment(os.environ, read_settings(Path.cwd() / ".env"), read_settings(config_file(os.environ)))
+
+
+def config_file(env) -> Path:
+    """The user's configuration file, in the platform's folder for them (XDG_CONFIG_HOME on Linux)."""
+    if sys.platform == "win32":
+        base = Path(env.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "prompt-protocol-agent" / "config.env"
+
+
+def read_settings(path: Path) -> dict:
+    """The settings of a dotenv-format file; none when it does not exist."""
     from dotenv import dotenv_values
 
-    path = Path.cwd() / ".env"
     try:
-        values = dotenv_values(path) if path.is_file() else {}
+        return dotenv_values(path) if path.is_file() else {}
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path} ({error}); fix or remove the file") from error
-    return Environment(os.environ, values)
 
 
 def builtin_tools(workspace: str):

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import PROTOCOLS, add_model_options, builtin_tools, check_output_file, environment, resolve
+from agent.cli.options import (PROTOCOLS, Parser, add_model_options, builtin_tools, check_output_file, environment,
+                               resolve)
 from agent.config import ConfigError
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 
@@ -17,11 +20,25 @@ if TYPE_CHECKING:  # imported when the run starts: `agent --help` stays quick
     from agent.trace import Trace
 
 
-def run_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+MAX_STDIN_CHARS = 200_000  # piped input beyond this is refused: it would not fit any model's context anyway
+
+
+def run_parser() -> Parser:
+    parser = Parser(
         prog="agent", description="Run an agent on TASK with any OpenAI-compatible chat model.",
-        epilog="Other commands: `agent tools` lists the tools; `agent eval --help` compares protocols.")
-    parser.add_argument("task", help="what the agent should do")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands:\n"
+               "  agent tools [--json]    the tools and their parameters\n"
+               "  agent eval [SUITE]      compare the protocols on a task suite (agent eval --help)\n"
+               "  agent models            the models the endpoint serves\n"
+               "  agent help              this help\n\n"
+               "A task that is exactly a command's name goes after --: agent -- tools\n"
+               "With no TASK, the task is read from piped input; with both, the input is added to the task:\n"
+               "  cat error.log | agent \"Summarise the errors\"")
+    parser.add_argument("task", nargs="*", help="what the agent should do (words are joined; quoting is safest)")
+    parser.add_argument("--version", action="version", version=f"agent {version()}")
+    parser.add_argument("-s", "--system", default="", metavar="TEXT",
+                        help="your own instructions, added to the system prompt after the protocol's")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="prompt",
                         help="prompt: JSON actions in the text (default); native: the API's tool calls")
     parser.add_argument("--workspace", type=folder, default=".", metavar="DIR",
@@ -34,6 +51,42 @@ def run_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prompt-protocol-agent")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def read_task(words: list[str], stdin) -> str:
+    """The task: the words, piped input when there are none, or both (the input added as context); a bare
+    `-` stands for the piped input too."""
+    task = " ".join(w for w in words if w != "-")
+    text = ""
+    if "-" in words or piped(stdin):
+        text = stdin.read(MAX_STDIN_CHARS + 1)
+        if len(text) > MAX_STDIN_CHARS:
+            raise ConfigError(f"the piped input is longer than {MAX_STDIN_CHARS:,} characters; pass a shorter "
+                              "part of it (head, tail or grep first)")
+    if not task.strip() and not text.strip():
+        raise ConfigError('no task; say what the agent should do: agent "TASK" (or pipe it in: echo TASK | agent)')
+    if not task.strip():
+        return text.strip()
+    return f"{task}\n\nInput:\n{text.rstrip()}" if text.strip() else task
+
+
+def piped(stdin) -> bool:
+    """Whether standard input is a pipe or a file (`cat log | agent ...`, `agent ... < file`); a terminal,
+    /dev/null or no input at all is not read."""
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):  # no file behind it (a test's stand-in, a closed stream)
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
 def folder(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must name a folder, like . for the current one")
@@ -42,8 +95,7 @@ def folder(text: str) -> str:
 
 def run_command(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
-    if not args.task.strip():
-        raise ConfigError("the task is empty; say what the agent should do: agent \"TASK\"")
+    task = read_task(args.task, sys.stdin)
     if args.trace is not None:
         check_output_file(args.trace, "--trace", "trace file")
     env = environment()
@@ -53,16 +105,20 @@ def run_command(argv: list[str]) -> int:
     from agent.loop import Agent
     from agent.trace import fan_out
 
-    agent = Agent(setup.model, registry, make_protocol(registry), setup.settings)
+    model = Heartbeat(setup.model) if sys.stderr.isatty() and not (args.quiet or args.json) else setup.model
+    agent = Agent(model, registry, make_protocol(registry), setup.settings, instructions=args.system)
     listeners = [] if args.quiet or args.json else [Progress()]
     trace = open_trace(args.trace) if args.trace else None
     agent.emit = fan_out(*([trace] if trace else []), *listeners)
     try:
-        result = agent.run(args.task)
+        result = agent.run(task)
     finally:
         if trace:
             trace.close()
     report(result, args)
+    if result.status == "model_error" and setup.endpoint and setup.endpoint.chosen_by:
+        print(f"agent: the endpoint was chosen because {setup.endpoint.chosen_by} is set; "
+              "pass --local to use the embedded model instead", file=sys.stderr)
     return EXIT_CODES[result.status]
 
 
@@ -94,6 +150,35 @@ def summary_line(r: RunResult) -> str:
         tokens = f"tokens {missing}" if missing == NOT_REPORTED else f"{tokens} ({missing})"
     return (f"{r.status} · {plural(r.steps, 'step')} · {plural(r.model_calls, 'model call')} · "
             f"{plural(r.reasks, 're-ask')} · {tokens} · {r.seconds:.1f}s")
+
+
+class Heartbeat:
+    """The model, with the seconds spent waiting for it shown on the terminal (stderr) while it thinks."""
+
+    def __init__(self, model, stream=None, every: float = 1.0):
+        self.model, self.stream, self.every = model, stream or sys.stderr, every
+
+    def complete(self, messages, **options):
+        import threading
+        import time
+
+        done, started = threading.Event(), time.monotonic()
+
+        def tick() -> None:
+            while not done.wait(self.every):
+                self.stream.write(f"\r  waiting for the model… {time.monotonic() - started:.0f}s")
+                self.stream.flush()
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            return self.model.complete(messages, **options)
+        finally:
+            done.set()
+            ticker.join()
+            if time.monotonic() - started >= self.every:
+                self.stream.write("\r\033[K")  # erase the line before the next output
+                self.stream.flush()
 
 
 class Progress:

@@ -1,0 +1,50 @@
+"""The README's code does what the README says: its Python snippets run, and its shown commands that need no
+model print what is shown."""
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dotenv import dotenv_values
+
+from tests.support import action, child_env
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
+PYTHON = [code for kind, code in BLOCKS if kind == "python"]
+# shown runs that need no model: a command, then exactly what it prints
+SHOWN = [code for kind, code in BLOCKS if kind == "" and code.startswith("$ agent ") and code.count("$ ") == 1
+         and " · " not in code and "eval" not in code.splitlines()[0]]
+
+
+def test_the_readme_has_the_snippets_this_file_checks():
+    assert len(PYTHON) >= 1 and len(SHOWN) >= 2
+
+
+@pytest.mark.parametrize("code", PYTHON)
+def test_python_snippets_run_against_a_scripted_server(code, server, tmp_path):
+    assert "http://localhost:11434/v1" in code  # the snippet's server, swapped for the scripted one
+    server.reply(action("word_count", text="the quick brown fox"))
+    server.reply(action(answer="There are 4 words."))
+    script = tmp_path / "snippet.py"
+    script.write_text(code.replace("http://localhost:11434/v1", server.url))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          env=child_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("final There are 4 words. 1 ")
+
+
+@pytest.mark.parametrize("shown", SHOWN, ids=lambda s: s.splitlines()[0][:40])
+def test_shown_commands_print_what_the_readme_shows(shown, tmp_path):
+    command, *printed = shown.rstrip("\n").splitlines()
+    argv = shlex.split(command[2:])
+    done = subprocess.run([sys.executable, "-m", "agent", *argv[1:]], capture_output=True, text=True,
+                          cwd=tmp_path, env=child_env(), timeout=60)
+    assert (done.stdout + done.stderr).splitlines() == printed
+
+
+def test_env_example_copied_unedited_sets_nothing():
+    assert dotenv_values(ROOT / ".env.example") == {}
