@@ -109,7 +109,7 @@ def test_eval_out_naming_a_folder_is_refused_before_anything_runs(server, worksp
 def test_an_empty_task_is_a_usage_error(server, workspace, capsys):
     code = main(["--base-url", server.url, "--model", "m", "  "])
     line = one_line(capsys.readouterr().err)
-    assert code == 2 and server.requests == [] and "the task is empty" in line
+    assert code == 2 and server.requests == [] and line.startswith("agent: no task; say what the agent should do")
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -110,7 +110,8 @@ def test_server_errors_are_retried_then_reported_on_one_line(server):
     for _ in range(3):
         server.error(503, body="model is loading\nplease wait", headers=FAST_RETRY)
     message = failure(make_model(server, max_retries=2))
-    assert message == "endpoint error HTTP 503 after 2 retries: model is loading"
+    assert message == ("endpoint error HTTP 503 after 2 retries: model is loading; the server is down or "
+                       "overloaded: try again later, or another --base-url (or --local)")
     assert len(server.requests) == 3
 
 
@@ -140,18 +141,23 @@ def test_connection_refused_says_to_check_the_base_url():
 
 
 @pytest.mark.parametrize("status", [401, 403])
-def test_rejected_key_says_which_setting_to_fix(server, status):
-    server.error(status)
+def test_a_missing_or_rejected_key_says_which_setting_to_fix(server, status):
+    server.error(status, body="invalid api key")
     message = failure(make_model(server, max_retries=2))
-    assert message == f"endpoint rejected the API key (HTTP {status}); set AGENT_API_KEY or pass --api-key"
-    assert len(server.requests) == 1
+    assert message == (f"{server.url} wants an API key (HTTP {status}: invalid api key); pass --api-key "
+                       "or set AGENT_API_KEY")
+    server.error(status, body="invalid api key")
+    message = failure(make_model(server, api_key="sk-wrong"))
+    assert message == (f"{server.url} rejected the API key (HTTP {status}: invalid api key); check that the key "
+                       "is right and valid for this server")
+    assert len(server.requests) == 2
 
 
 def test_unknown_model_says_to_check_model_and_base_url(server):
     server.error(404, body="model 'test-model' not found")
     message = failure(make_model(server))
-    assert "404 for model 'test-model'" in message
-    assert "check --model / AGENT_MODEL and --base-url" in message
+    assert "404 for model 'test-model' (model 'test-model' not found)" in message
+    assert "check --model (`agent models` lists what the server serves) and --base-url" in message
 
 
 def test_bad_request_with_response_format_suggests_dropping_constrain(server):
