@@ -19,7 +19,8 @@ def ws(tmp_path):
 
 @pytest.fixture
 def files(ws):
-    registry = Registry(file_tools(ws))
+    """The file tools, replacing files without asking (the tests of approval build their own)."""
+    registry = Registry(file_tools(ws, approve=lambda request: True))
     return lambda name, **arguments: registry.call(name, arguments).text
 
 
@@ -204,7 +205,7 @@ def test_write_leaves_a_read_only_file_unchanged(files, ws):
         with open(os.path.join(space, "ro.txt"), "w") as file:
             file.write("old")
         os.chmod(os.path.join(space, "ro.txt"), 0o444)
-        registry = Registry(file_tools(space))
+        registry = Registry(file_tools(space, approve=lambda request: True))
         if os.geteuid() == 0:  # root may write any file: drop to nobody, who owns the folder and the file
             for path in (sandbox, space, os.path.join(space, "ro.txt")):
                 os.chown(path, NOBODY, NOBODY)
@@ -323,3 +324,33 @@ def test_a_path_longer_than_the_system_allows_is_refused_clearly(files, ws, tool
         "use a shorter path"
     )
     assert list(ws.iterdir()) == []
+
+
+def test_replacing_a_file_asks_first_and_a_refusal_leaves_it(ws):
+    asked = []
+    answers = iter([False, True])
+
+    def approve(request):
+        asked.append(request)
+        return next(answers)
+
+    registry = Registry(file_tools(ws, approve))
+    (ws / "notes.txt").write_text("old notes\n")
+    assert registry.call("write_file", {"path": "notes.txt", "content": "new"}).text == \
+        "error: the user declined to replace notes.txt; write to a new file, or ask the user"
+    assert (ws / "notes.txt").read_text() == "old notes\n"
+    assert registry.call("write_file", {"path": "notes.txt", "content": "new"}).text == "wrote 3 characters to notes.txt"
+    assert asked == ["write_file to replace notes.txt (10 bytes) with 3 characters"] * 2
+    assert registry.call("write_file", {"path": "fresh.txt", "content": "x"}).ok  # a new file: nothing to ask
+    assert registry.call("write_file", {"path": "notes.txt", "content": "new"}).ok  # the same content: likewise
+    assert len(asked) == 2
+
+
+def test_without_an_approver_a_file_is_never_replaced(ws):
+    registry = Registry(file_tools(ws))
+    (ws / "notes.txt").write_text("old")
+    assert registry.call("write_file", {"path": "notes.txt", "content": "new"}).text == \
+        "error: notes.txt exists, and this run may not replace files; write to a new file instead"
+    assert (ws / "notes.txt").read_text() == "old"
+    assert registry.call("write_file", {"path": "other.txt", "content": "new"}).ok
+    assert "A file that exists is not replaced" in registry.get("write_file").description

@@ -8,6 +8,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from .registry import Tool, ToolError, tool
 
@@ -223,18 +224,33 @@ def atomic_write(target: Path, content: str, mode: int | None = None) -> None:
         raise
 
 
-def file_tools(workspace: str | os.PathLike) -> list[Tool]:
-    """read_file, write_file and list_dir for one workspace folder (which must exist)."""
+def file_tools(workspace: str | os.PathLike, approve: Callable[[str], bool] | None = None) -> list[Tool]:
+    """read_file, write_file and list_dir for one workspace folder (which must exist). ``approve(request) -> bool``
+    is asked before write_file replaces a file that exists; without it, replacing is refused."""
     space = Workspace(workspace)
+
+    def write_file(path: str, content: str) -> str:
+        target = space.resolve(path)
+        if target.is_file() and not _holds(target, content):
+            shown, size = space.show(target), target.stat().st_size
+            if approve is None:
+                raise ToolError(f"{shown} exists, and this run may not replace files; write to a new file instead")
+            if not approve(f"write_file to replace {shown} ({size:,} bytes) with {len(content):,} characters"):
+                raise ToolError(f"the user declined to replace {shown}; write to a new file, or ask the user")
+        return space.write_file(path, content)
+
     return [
         tool(space.read_file, name="read_file", description="Read a text file of the workspace; path is relative to the workspace folder.",
              hint="Only the files of the workspace exist: read a file before you say what it holds, and use list_dir "
                   "when you do not know a file's name."),
         tool(
-            space.write_file,
+            write_file,
             name="write_file",
-            description="Create or overwrite a text file with content; parent folders are created.",
+            description="Create or overwrite a text file with content; parent folders are created." if approve else
+                        "Create a text file with content; parent folders are created. A file that exists is not replaced.",
             hint="A file is written only by calling write_file; never say you wrote one without calling it.",
+            asks="before replacing a file" if approve else "",
+            writes=True,
         ),
         tool(
             space.list_dir,
@@ -243,3 +259,12 @@ def file_tools(workspace: str | os.PathLike) -> list[Tool]:
             "files show their size, links that lead outside the workspace are marked '-> (outside the workspace)' and cannot be used.",
         ),
     ]
+
+
+def _holds(target: Path, content: str) -> bool:
+    """Whether the file already holds exactly ``content`` (replacing it changes nothing)."""
+    try:
+        data = content.encode("utf-8")
+        return target.stat().st_size == len(data) and target.read_bytes() == data
+    except (OSError, UnicodeEncodeError):
+        return False

@@ -28,6 +28,9 @@ class Tool:
     function: Callable[..., Any]
     hint: str = ""  # a one-line rule for the prompt, shown only when the tool is offered
     example: dict | None = None  # {"task", "arguments", "result", "answer", optional "thought"}: a worked example for the prompt
+    asks: str = ""  # when it asks the user before acting ("before replacing a file"); empty: never
+    writes: bool = False  # it can change something outside the run (a file, the system): --read-only leaves it out
+    keep_latest: bool = False  # its latest result stays whole when the history is compacted (the plan)
 
 
 class ToolError(Exception):
@@ -40,7 +43,8 @@ class ToolResult:
     text: str
 
 
-def tool(function=None, *, name=None, description=None, parameters=None, hint="", example=None):
+def tool(function=None, *, name=None, description=None, parameters=None, hint="", example=None, asks="",
+         writes=False, keep_latest=False):
     """Turn a function into a Tool; usable bare (@tool) or with arguments (@tool(name=...))."""
 
     def make(function: Callable[..., Any]) -> Tool:
@@ -49,7 +53,7 @@ def tool(function=None, *, name=None, description=None, parameters=None, hint=""
         if not text:
             raise ValueError(f"tool {tool_name!r} needs a description: add a docstring or pass description=")
         schema = parameters if parameters is not None else _schema_from_signature(tool_name, function)
-        return Tool(tool_name, text, schema, function, hint, example)
+        return Tool(tool_name, text, schema, function, hint, example, asks, writes, keep_latest)
 
     return make if function is None else make(function)
 

@@ -13,7 +13,7 @@ from agent.config import Settings
 from agent.evaluation.scripted_tools import scripted_registry
 from agent.evaluation.suites import Task, check_run, write_files
 from agent.loop import Agent, RunResult
-from agent.tools import builtin_registry
+from agent.tools import approve_everything, builtin_registry
 
 
 @dataclass
@@ -30,7 +30,8 @@ def run_task(task: Task, make_protocol: Callable, model, settings: Settings, lab
         with tempfile.TemporaryDirectory(prefix="agent-eval-") as folder:
             workspace = Path(folder)
             write_files(workspace, task)
-            registry = scripted_registry(task.tools, task.results) if task.tools else builtin_registry(str(workspace))
+            registry = scripted_registry(task.tools, task.results) if task.tools else builtin_registry(
+                str(workspace), approve=approve_everything)  # a throwaway workspace: nothing to protect
             result = Agent(model, registry, make_protocol(registry), settings).run(task.task)
             checks = check_run(task.checks, result.answer, result.tool_calls, workspace)
     except Exception as error:
