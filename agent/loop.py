@@ -53,9 +53,10 @@ def ignore(event: str, **data) -> None:
 
 class Agent:
     def __init__(self, model: Model, registry, protocol=None, settings: Settings | None = None,
-                 emit: Callable[..., None] = ignore, instructions: str = ""):
+                 emit: Callable[..., None] = ignore, instructions: str = "", context: Callable[[], str] | None = None):
         self.model, self.registry = model, registry
         self.instructions = instructions  # the user's own, added to the system prompt after the protocol's
+        self.context = context  # gives text for the end of the system prompt, at the start of each run (notes)
         self.protocol = protocol or PromptProtocol(registry)
         self.settings = settings or Settings()
         self.emit = emit  # receives every trace event: emit(event, **data)
@@ -65,6 +66,8 @@ class Agent:
         system = self.protocol.system_prompt()
         if self.instructions.strip():
             system += f"\nInstructions from the user:\n{scrub(self.instructions.strip())}\n"
+        if self.context:
+            system += f"\n{scrub(self.context().strip())}\n"
         history = [{"role": "system", "content": system}, {"role": "user", "content": task}]
         errors = Counter()  # malformed replies and calls, by kind: both parts of the loop count them here
         replies = Replies(self.model, self.protocol, self.settings.max_reasks, self.emit, errors)
@@ -97,7 +100,7 @@ class Agent:
 
     def _loop(self, history: list[dict], replies: Replies, steps: Steps) -> str:
         while True:
-            self._compact(history)
+            self._compact(history, keep=steps.kept)
             turn = replies.next(history)
             if isinstance(turn, Final):
                 history.append(turn.message)
@@ -105,9 +108,9 @@ class Agent:
                 return turn.answer
             history += steps.take(turn)
 
-    def _compact(self, history: list[dict]) -> None:
-        """Drop the oldest tool results until the history fits; the system prompt, the task and the
-        latest step are kept whole."""
+    def _compact(self, history: list[dict], keep: list[dict]) -> None:
+        """Drop the oldest tool results until the history fits; the system prompt, the task, the latest step and
+        the messages in ``keep`` (the latest plan) are kept whole."""
         limit = self.settings.max_history_chars
         if limit is None:
             return
@@ -118,7 +121,8 @@ class Agent:
             return
         latest = max((i for i, m in enumerate(history) if m["role"] == "assistant"), default=0)
         for index, message in enumerate(history[2:latest], 2):
-            if size > limit and message["role"] in ("user", "tool") and len(message["content"]) > KEEP_SHORT:
+            droppable = message["role"] in ("user", "tool") and not any(message is k for k in keep)
+            if size > limit and droppable and len(message["content"]) > KEEP_SHORT:
                 note = prompts.render("dropped_result", characters=len(message["content"]))
                 size -= len(message["content"]) - len(note)
                 self.emit("compacted", dropped=len(message["content"]))
@@ -187,6 +191,7 @@ class Steps:
         self.previous: list[tuple] | None = None  # the last step's calls, as (tool, arguments)
         self.repeats = 0  # how many steps in a row repeated the one before
         self.outputs: list[str] = []  # the last step's results, as the model was given them
+        self.kept: list[dict] = []  # the results of the latest step that ran a keep_latest tool (the plan)
 
     def take(self, step: Step) -> list[dict]:
         """The step and its results, as messages for the history."""
@@ -201,7 +206,15 @@ class Steps:
         self.previous = calls
         if self.steps == self.settings.max_steps:
             self.outputs[-1] += "\n" + prompts.load("last_step")
-        return [step.message] + self.protocol.results(step.calls, self.outputs)
+        results = self.protocol.results(step.calls, self.outputs)
+        if not self.repeats and self._renews_kept(len(step.calls)):
+            self.kept = results
+        return [step.message] + results
+
+    def _renews_kept(self, calls: int) -> bool:
+        """Whether a call of the step just run gave a new result of a tool whose latest result is kept."""
+        return any(record["ok"] and getattr(self.registry.get(record["tool"]), "keep_latest", False)
+                   for record in self.tool_calls[-calls:])
 
     def _execute(self, calls: list[ToolCall]) -> list[str]:
         """Run the calls (concurrently when there are several); results in the order of the calls."""

@@ -300,3 +300,38 @@ def test_oldest_tool_results_are_dropped_when_the_history_outgrows_its_limit(pro
     assert re.fullmatch(r"\[an earlier tool result of 30\d\d characters was dropped.*\]\s*", results[0])
     assert sum(len(m["content"] or "") for m in sent) <= 8600 + len(sent[0]["content"])
     assert events.count("compacted") == 2
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_latest_result_of_a_keep_latest_tool_survives_compaction(protocol):
+    registry = Registry()
+
+    @registry.tool(keep_latest=True)
+    def plan(version: int) -> str:
+        """Write the plan."""
+        return f"plan v{version}: " + "p" * 1000
+
+    @registry.tool
+    def page(n: int) -> str:
+        """Return a long page."""
+        return f"page {n}: " + "x" * 3000
+
+    replies = [tool_reply(protocol, ("plan", {"version": 1})), tool_reply(protocol, ("page", {"n": 1})),
+               tool_reply(protocol, ("plan", {"version": 2})), tool_reply(protocol, ("page", {"n": 2})),
+               tool_reply(protocol, ("page", {"n": 3})), tool_reply(protocol, ("page", {"n": 4})),
+               final_reply(protocol, "done")]
+    agent, model = make_agent(protocol, replies, registry=registry, max_history_chars=6000)
+    assert agent.run("work through the pages").status == "final"
+    results = result_texts(model.calls[-1]["messages"])
+    shown = ["dropped" if "was dropped" in text else re.search(r"plan v\d|page \d", text).group() for text in results]
+    assert shown == ["dropped", "dropped", "plan v2", "dropped", "dropped", "page 4"]  # plan v1, page 1, ...
+
+
+def test_context_is_read_at_the_start_of_each_run_into_the_system_prompt():
+    notes = iter(["first notes", "second notes"])
+    agent, model = make_agent("prompt", [final_reply("prompt", "a"), final_reply("prompt", "b")])
+    agent.context = lambda: next(notes)
+    agent.run("one")
+    agent.run("two")
+    assert [call["messages"][0]["content"].endswith(f"\n{text}\n") for call, text in
+            zip(model.calls, ["first notes", "second notes"])] == [True, True]
