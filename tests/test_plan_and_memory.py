@@ -42,7 +42,8 @@ def test_remember_appends_dated_lines_that_read_gives_back(tmp_path):
     memory = Memory(tmp_path / "memory.md", today=lambda: date(2025, 3, 14))
     assert memory.read() == "" and not (tmp_path / "memory.md").exists()
     registry = Registry([memory.tool])
-    assert registry.call("remember", {"note": "The report goes\nin out/."}).text == "remembered: The report goes in out/."
+    assert registry.call("remember", {"note": "The report goes\nin out/."}).text == \
+        "remembered: The report goes in out/."
     assert registry.call("remember", {"note": "Use metric units."}).ok
     assert (tmp_path / "memory.md").read_text() == \
         "- 2025-03-14: The report goes in out/.\n- 2025-03-14: Use metric units.\n"

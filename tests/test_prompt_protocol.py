@@ -27,7 +27,7 @@ def test_the_prompt_names_only_the_offered_tools_and_their_own_rules():
 
 def test_the_builtin_tools_bring_their_rules_and_the_calculator_its_example():
     prompt = PromptProtocol(builtin_registry(".")).system_prompt()
-    assert "Use calculator for any arithmetic" in prompt and "use list_dir when you do not know" in prompt
+    assert "Use calculator for any arithmetic" in prompt and "Use list_dir when you do not know" in prompt
     assert ('You: {"thought": "task: 12% of 350; closest tool: calculator, which does arithmetic; fits: yes", '
             '"type": "tool_call", "tool": "calculator", "arguments": {"expression": "350 * 12 / 100"}}') in prompt
 

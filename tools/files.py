@@ -241,13 +241,12 @@ def file_tools(workspace: str | os.PathLike, approve: Callable[[str], bool] | No
 
     return [
         tool(space.read_file, name="read_file", description="Read a text file of the workspace; path is relative to the workspace folder.",
-             hint="Only the files of the workspace exist: read a file before you say what it holds, and use list_dir "
-                  "when you do not know a file's name."),
+             hint="Only the files of the workspace exist: read a file before you say what it holds."),
         tool(
             write_file,
             name="write_file",
-            description="Create or overwrite a text file with content; parent folders are created." if approve else
-                        "Create a text file with content; parent folders are created. A file that exists is not replaced.",
+            description="Create or overwrite a text file with content; parent folders are created." if approve
+            else "Create a text file with content; parent folders are created. A file that exists is not replaced.",
             hint="A file is written only by calling write_file; never say you wrote one without calling it.",
             asks="before replacing a file" if approve else "",
             writes=True,
@@ -257,6 +256,7 @@ def file_tools(workspace: str | os.PathLike, approve: Callable[[str], bool] | No
             name="list_dir",
             description="List a workspace folder (default: the top one); sub-folders end with '/', "
             "files show their size, links that lead outside the workspace are marked '-> (outside the workspace)' and cannot be used.",
+            hint="Use list_dir when you do not know a file's name.",
         ),
     ]
 

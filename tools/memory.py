@@ -55,7 +55,9 @@ class Memory:
             except OSError as error:
                 raise ToolError(f"cannot write the memory file: {error.strerror or error}") from None
         dropped = len(kept.splitlines()) + 1 - len(text.splitlines())
-        return f"remembered: {note}" + (f" ({dropped} of the oldest notes dropped to keep the file small)" if dropped else "")
+        if dropped:
+            return f"remembered: {note} ({dropped} of the oldest notes dropped to keep the file small)"
+        return f"remembered: {note}"
 
 
 def _newest(lines: list[str], limit: int) -> str:

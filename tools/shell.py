@@ -42,6 +42,7 @@ UNSAFE_OPTIONS = {
 _SECRET = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|PASSWORD)(_|$)", re.IGNORECASE)
 _WILDCARDS = {"*": "\ue000", "?": "\ue001", "[": "\ue002"}  # unquoted ones, marked before shlex splits the words
 _HOME = "\ue003"  # an unquoted ~ that begins a word
+_AFTER_HOME = ("", "/", " ", "\t")  # what may follow a ~ that stands for the home folder (~user is left alone)
 _UNMARK = str.maketrans({mark: char for char, mark in _WILDCARDS.items()} | {_HOME: "~"})
 _OPERATORS = {"|": "a pipe", "&": "a background job", ";": "a list of commands", "<": "a redirection",
               ">": "a redirection", "(": "a subshell", ")": "a subshell", "\n": "a list of commands"}
@@ -193,7 +194,7 @@ def _mark(command: str) -> str:
             raise _shell_syntax(char * 2 if doubled else char, "a list of commands" if doubled else _OPERATORS[char])
         elif char in _WILDCARDS:
             char = _WILDCARDS[char]
-        elif char == "~" and (index == 0 or command[index - 1] in " \t") and command[index + 1:index + 2] in ("", "/", " ", "\t"):
+        elif char == "~" and command[index - 1:index] in ("", " ", "\t") and command[index + 1:index + 2] in _AFTER_HOME:
             char = _HOME
         out.append(char)
         index += 1
