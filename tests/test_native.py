@@ -29,7 +29,7 @@ def test_request_carries_the_registry_as_tools(server, workspace, capsys):
     body = server.requests[0]["body"]
     assert (code, out) == (0, "Paris.\n")
     assert [t["function"]["name"] for t in body["tools"]] == \
-        ["calculator", "read_file", "write_file", "list_dir", "current_time"]
+        ["calculator", "read_file", "write_file", "list_dir", "current_time", "run_shell", "todo_write"]
     assert body["tools"][0]["function"]["parameters"]["required"] == ["expression"]
     assert "JSON" not in body["messages"][0]["content"]  # no prompt protocol in native mode
 

@@ -1,7 +1,8 @@
 """The command line: the composition root, the one place that reads the environment and puts the pieces together.
 
 One module per command: run.py (`agent TASK`), tools.py (`agent tools`), eval.py (`agent eval`), models.py
-(`agent models`), config.py (`agent config`, `agent keys`), completion.py; options.py holds what they share. A command's module is imported when it runs, so Ctrl-C at
+(`agent models`), config.py (`agent config`, `agent keys`), completion.py; options.py holds what they share, and
+approval.py asks the user before a tool acts. A command's module is imported when it runs, so Ctrl-C at
 start-up is handled like later.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ COMMANDS = ("tools", "eval", "models", "config", "keys", "completion", "help")
 # options of `agent TASK` that take a value: the word after one is its value, not a command or the task
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
                  "--temperature", "--model-path", "--local-model", "--max-steps", "--max-reasks", "--max-output",
-                 "--max-history", "--system", "-s"}
+                 "--max-history", "--system", "-s", "--tools", "--shell-timeout", "--memory"}
 
 
 def main(argv: list[str] | None = None) -> int:

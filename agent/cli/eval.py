@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Callable
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (PROTOCOLS, Parser, add_model_options, builtin_tools, check_output_file, environment,
-                               positive_int, resolve)
+from agent.cli.options import (PROTOCOLS, Parser, add_model_options, check_output_file, environment, positive_int,
+                               resolve)
 from agent.config import ConfigError
 from agent.evaluation.reports import render_table, summarize, table_rows
 from agent.evaluation.runner import run_eval
 from agent.evaluation.suites import BUILTIN, Task, load_suite
 from agent.text import plural
+from agent.tools import builtin_registry
 from agent.tools.files import atomic_write
 
 ALL_MODEL_ERRORS = 3
@@ -70,7 +71,7 @@ def eval_command(argv: list[str]) -> int:
     env = environment()
     if args.out is not None:
         check_output_file(args.out, "--out", "results file")
-    tasks = select(load_suite(args.suite, set(builtin_tools(".").names)), args.tasks, args.limit)
+    tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
     if args.list:
         for task in tasks:
             print(f"{task.id}\t{task.category or '-'}\t{' '.join(task.task.split())}")

@@ -1,4 +1,5 @@
-"""What `agent` and `agent eval` share: the model and limit options, and their resolution, once, into a Setup."""
+"""What the commands share: the model and limit options and their resolution, once, into a Setup (`agent`,
+`agent eval`); the tool options and the tools they choose, a Toolbox (`agent`, `agent tools`)."""
 from __future__ import annotations
 
 import argparse
@@ -9,15 +10,19 @@ import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from agent.config import DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
 from agent.models import Model
 from agent.models.local_files import BUILT_IN, DEFAULT
 
+if TYPE_CHECKING:  # imported when a command needs them: `agent --help` stays quick
+    from agent.tools import Memory, Plan, Registry
+
 PROTOCOLS = ("prompt", "native")
 DEFAULTS = Settings()
 TIMEOUT = 60.0  # seconds for a whole request
+SHELL_TIMEOUT = 30.0  # seconds for one run_shell command
 LOCAL_HISTORY_CHARS = 18_000  # about 6,000 tokens: leaves room in the local model's 8,192 for the reply
 
 
@@ -191,12 +196,81 @@ def read_settings(path: Path) -> dict:
         raise ConfigError(f"cannot read {path} ({error}); fix or remove the file") from error
 
 
-def builtin_tools(workspace: str):
-    from agent.tools import builtin_registry
+DEFAULT_TOOLS = ("calculator", "read_file", "write_file", "list_dir", "current_time", "run_shell", "todo_write")
 
+
+def add_tool_options(parser: argparse.ArgumentParser) -> None:
+    """Options that choose the tools and what they may do, shared by `agent` and `agent tools`."""
+    group = parser.add_argument_group("tools")
+    group.add_argument("--tools", type=names, metavar="NAME,...",
+                       help=f"the tools the model is offered, default {','.join(DEFAULT_TOOLS)} (and remember, "
+                            "with --memory); `agent tools` lists them")
+    group.add_argument("--read-only", action="store_true",
+                       help="leave out every tool that can change something: write_file, remember, and the "
+                            "run_shell commands that are not read-only")
+    group.add_argument("--yes", action="store_true",
+                       help="approve every command and file replacement of the run without asking")
+    group.add_argument("--shell-timeout", type=positive_float, default=SHELL_TIMEOUT, metavar="SECONDS",
+                       help="for one run_shell command, which is then stopped with all it started, "
+                            f"default {SHELL_TIMEOUT:g}")
+    group.add_argument("--memory", metavar="FILE",
+                       help="notes kept between runs (memory.md, say): shown to the model at the start of the run; "
+                            "the remember tool adds to them")
+
+
+def names(text: str) -> list[str]:
+    chosen = [name.strip() for name in text.split(",") if name.strip()]
+    if not chosen:
+        raise argparse.ArgumentTypeError("names no tool; pass tool names separated by commas (agent tools lists them)")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    """The tools of a run: those offered to the model (the registry), the others by name with why they are off,
+    and the plan and memory the tools keep."""
+
+    registry: Registry
+    off: dict[str, str]
+    plan: Plan
+    memory: Memory | None
+
+
+def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> Toolbox:
+    """The tools ``--tools`` chooses among the built-in ones (the default ones when it is not given), as the
+    other flags make them; a name that is unknown, or a tool --read-only leaves out, is a usage error."""
+    from agent.tools import Memory, Plan, Registry, file_tools, shell_tool
+    from agent.tools.calculator import calculator
+    from agent.tools.clock import current_time
+
+    workspace = getattr(args, "workspace", ".")
     if not Path(workspace).is_dir():
         raise ConfigError(f"workspace {workspace!r} is not a folder; pass --workspace DIR")
-    return builtin_registry(workspace)
+    memory = Memory(args.memory) if args.memory else None
+    if memory:
+        check_output_file(args.memory, "--memory", "memory file")
+    plan = Plan()
+    shell = shell_tool(workspace, approve, args.shell_timeout)
+    every = [calculator, *file_tools(workspace, approve), current_time, shell, plan.tool]
+    every += [memory.tool] if memory else []
+    available = [t.name for t in every] + ([] if memory else ["remember"])
+    wanted = args.tools or [*DEFAULT_TOOLS, *(["remember"] if memory else [])]
+    unknown = [name for name in wanted if name not in available]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], available, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(f"--tools: no tool named {', '.join(unknown)}{hint}; the tools are {', '.join(available)}")
+    if "remember" in wanted and not memory:
+        raise ConfigError("--tools remember needs --memory FILE, the file it writes to")
+    changing = [t.name for t in every if t.writes and t.name in wanted]
+    if args.read_only and args.tools and changing:
+        raise ConfigError(f"--tools {','.join(changing)} and --read-only: --read-only leaves out what can change "
+                          "files; drop one of them")
+    on = [t for t in every if t.name in wanted and not (args.read_only and t.writes)]
+    off = {t.name: "--read-only" if t.name in wanted else "not in --tools" for t in every if t not in on}
+    if not memory:
+        off["remember"] = "needs --memory FILE"
+    return Toolbox(Registry(on), off, plan, memory)
 
 
 def check_output_file(path: str, flag: str, what: str) -> None:

@@ -7,16 +7,19 @@ import os
 import stat
 import sys
 from dataclasses import asdict
+from functools import partial
 from typing import TYPE_CHECKING
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (PROTOCOLS, Parser, add_model_options, builtin_tools, check_output_file, environment,
-                               resolve)
+from agent.cli.approval import approver
+from agent.cli.options import (PROTOCOLS, Parser, add_model_options, add_tool_options, check_output_file, environment,
+                               resolve, toolbox)
 from agent.config import ConfigError
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 
 if TYPE_CHECKING:  # imported when the run starts: `agent --help` stays quick
     from agent.loop import RunResult
+    from agent.tools import Memory
     from agent.trace import Trace
 
 
@@ -42,11 +45,12 @@ def run_parser() -> Parser:
     parser.add_argument("--protocol", choices=PROTOCOLS, default="prompt",
                         help="prompt: JSON actions in the text (default); native: the API's tool calls")
     parser.add_argument("--workspace", type=folder, default=".", metavar="DIR",
-                        help="folder the file tools may use, default .")
+                        help="folder the file tools and run_shell work in, default .")
     parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="print only the answer (and errors)")
     output.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    add_tool_options(parser)
     add_model_options(parser)
     return parser
 
@@ -99,17 +103,19 @@ def run_command(argv: list[str]) -> int:
     if args.trace is not None:
         check_output_file(args.trace, "--trace", "trace file")
     env = environment()
-    registry = builtin_tools(args.workspace)
+    tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol])
     [make_protocol] = setup.protocols.values()
     from agent.loop import Agent
     from agent.trace import fan_out
 
     model = Heartbeat(setup.model) if sys.stderr.isatty() and not (args.quiet or args.json) else setup.model
-    agent = Agent(model, registry, make_protocol(registry), setup.settings, instructions=args.system)
+    agent = Agent(model, tools.registry, make_protocol(tools.registry), setup.settings, instructions=args.system,
+                  context=partial(memory_notes, tools.memory, args.memory) if tools.memory else None)
     listeners = [] if args.quiet or args.json else [Progress()]
     trace = open_trace(args.trace) if args.trace else None
     agent.emit = fan_out(*([trace] if trace else []), *listeners)
+    tools.plan.on_change = lambda todos: agent.emit("plan", todos=todos)
     try:
         result = agent.run(task)
     finally:
@@ -120,6 +126,18 @@ def run_command(argv: list[str]) -> int:
         print(f"agent: the endpoint was chosen because {setup.endpoint.chosen_by} is set; "
               "pass --local to use the embedded model instead", file=sys.stderr)
     return EXIT_CODES[result.status]
+
+
+def memory_notes(memory: Memory, path: str) -> str:
+    """The memory file's notes for the system prompt, as data."""
+    from agent import prompts
+    from agent.tools import ToolError
+
+    try:
+        notes = memory.read() or "(none yet)"
+    except ToolError as error:
+        notes = f"(none: {error})"
+    return prompts.render("memory", path=path, notes=notes)
 
 
 def open_trace(path: str) -> Trace:
@@ -182,12 +200,24 @@ class Heartbeat:
 
 
 class Progress:
-    """Prints one line per tool call and per re-ask on stderr."""
+    """Prints one line per tool call and per re-ask on stderr; a call that wrote the plan, with the plan below it."""
+
+    def __init__(self):
+        self.plan: list[str] = []  # the plan todo_write has just written, shown with its call's line
 
     def __call__(self, event: str, **data) -> None:
-        if event == "tool_result":
+        if event == "plan":
+            from agent.tools.plan import checklist
+
+            self.plan = checklist(data["todos"]).splitlines()
+        elif event == "tool_result":
             args = ", ".join(f"{k}={short(v, 40)}" for k, v in data["arguments"].items())
-            print(f"  {data['tool']}({args}) → {short(data['result'], 70)}", file=sys.stderr)
+            lines = [data["result"]]
+            if data["tool"] == "todo_write" and data["ok"] and self.plan:
+                lines, self.plan = self.plan, []
+            print(f"  {data['tool']}({args}) → {short(lines[0], 70)}", file=sys.stderr)
+            for line in lines[1:]:
+                print(f"    {for_terminal(line)}", file=sys.stderr)
         elif event == "parse_error":
             print(f"  re-ask ({data['kind']}): {short(data['message'], 70)}", file=sys.stderr)
 
