@@ -224,7 +224,8 @@ def test_secrets_stay_out_of_the_commands_environment(ws):
                "TOKENIZERS_PARALLELISM": "false"}
     text = shell(ws, Approver(True), environ=environ)("env")
     assert sorted(line.split("=")[0] for line in text.splitlines()[:-1]) == \
-        ["LANG", "PATH", "TOKENIZERS_PARALLELISM"]
+        ["LANG", "PATH", "PWD", "TOKENIZERS_PARALLELISM"]
+    assert f"PWD={ws}\n" in text
     assert without_secrets({"my_api_key": "x", "api_key": "y", "MONKEY": "z"}) == {"MONKEY": "z"}
 
 

@@ -147,7 +147,8 @@ class Shell:
         """Run the command in its own process group, which is killed once it ends (or its time is up): nothing
         it started is left running."""
         try:
-            child = subprocess.Popen(argv, executable=program, cwd=self.space.root, env=self.environ,
+            child = subprocess.Popen(argv, executable=program, cwd=self.space.root,
+                                     env={**self.environ, "PWD": str(self.space.root)},
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         except OSError as error:
