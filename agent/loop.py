@@ -10,7 +10,7 @@ from typing import Callable
 from agent import prompts
 from agent.config import Settings
 from agent.models import Model, ModelError, Reply
-from agent.protocols import Final, PromptProtocol, Reask, Step, ToolCall
+from agent.protocols import Final, PromptProtocol, Reask, Step, ToolCall, asks_for_tools
 from agent.text import scrub
 from agent.trace import TraceError
 
@@ -61,14 +61,17 @@ class Agent:
         self.settings = settings or Settings()
         self.emit = emit  # receives every trace event: emit(event, **data)
 
-    def run(self, task: str) -> RunResult:
+    def run(self, task: str, history: list[dict] = ()) -> RunResult:
+        """Run ``task``; with ``history`` (an earlier result's ``messages``), as the next turn of that
+        conversation, under this run's system prompt. The result's ``messages`` hold the whole conversation."""
         task = scrub(task)
         system = self.protocol.system_prompt()
         if self.instructions.strip():
             system += f"\nInstructions from the user:\n{scrub(self.instructions.strip())}\n"
         if self.context:
             system += f"\n{scrub(self.context().strip())}\n"
-        history = [{"role": "system", "content": system}, {"role": "user", "content": task}]
+        earlier = [m for m in history if m["role"] != "system"]
+        history = [{"role": "system", "content": system}, *earlier, {"role": "user", "content": task}]
         errors = Counter()  # malformed replies and calls, by kind: both parts of the loop count them here
         replies = Replies(self.model, self.protocol, self.settings.max_reasks, self.emit, errors)
         steps = Steps(self.registry, self.protocol, self.settings, self.emit, errors)
@@ -109,7 +112,7 @@ class Agent:
             history += steps.take(turn)
 
     def _compact(self, history: list[dict], keep: list[dict]) -> None:
-        """Drop the oldest tool results until the history fits; the system prompt, the task, the latest step and
+        """Drop the oldest tool results until the history fits; the system prompt, the tasks, the latest step and
         the messages in ``keep`` (the latest plan) are kept whole."""
         limit = self.settings.max_history_chars
         if limit is None:
@@ -121,7 +124,7 @@ class Agent:
             return
         latest = max((i for i, m in enumerate(history) if m["role"] == "assistant"), default=0)
         for index, message in enumerate(history[2:latest], 2):
-            droppable = message["role"] in ("user", "tool") and not any(message is k for k in keep)
+            droppable = is_result(history, index) and not any(message is k for k in keep)
             if size > limit and droppable and len(message["content"]) > KEEP_SHORT:
                 note = prompts.render("dropped_result", characters=len(message["content"]))
                 size -= len(message["content"]) - len(note)
@@ -248,6 +251,13 @@ class Steps:
     def _repeated(self, calls: list[ToolCall]) -> list[str]:
         self.emit("repeated_call", tools=[c.tool for c in calls])
         return [prompts.render("repeated_call", tool=c.tool, result=output) for c, output in zip(calls, self.outputs)]
+
+
+def is_result(history: list[dict], index: int) -> bool:
+    """Whether the message at ``index`` carries tool results (in either protocol), not a task of the user."""
+    message = history[index]
+    return message["role"] == "tool" or (message["role"] == "user" and index > 0
+                                         and asks_for_tools(history[index - 1]))
 
 
 def truncate(text: str, limit: int) -> str:

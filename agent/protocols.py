@@ -110,6 +110,21 @@ class PromptProtocol:
         return [{"role": "user", "content": content}]
 
 
+def asks_for_tools(message: dict) -> bool:
+    """Whether a message of the history is a step: an assistant message with native tool calls, or with a
+    prompt-protocol tool call (or batch of them) as its text."""
+    if message["role"] != "assistant":
+        return False
+    if message.get("tool_calls"):
+        return True
+    try:
+        value = json.loads(message.get("content") or "")
+    except ValueError:
+        return False
+    actions = value if isinstance(value, list) and value else [value]
+    return all(isinstance(a, dict) and a.get("type") == "tool_call" for a in actions)
+
+
 def _hints(tools) -> str:
     return "".join(f"- {t.hint}\n" for t in tools if t.hint)
 

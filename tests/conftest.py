@@ -13,11 +13,13 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch, tmp_path_factory):
-    """Keep the developer's OPENAI_* / AGENT_* settings and configuration file out of every test."""
+    """Keep the developer's OPENAI_* / AGENT_* settings, configuration file and data folder (sessions) out of
+    every test."""
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "AGENT_")):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import pytest
 
 from agent import Agent, ModelError, Reply, ScriptedModel, Settings
 from agent.protocols import NativeProtocol, PromptProtocol
+from agent.loop import is_result
 from agent.trace import Trace
 from agent.tools import Registry, builtin_registry
 
@@ -335,3 +336,44 @@ def test_context_is_read_at_the_start_of_each_run_into_the_system_prompt():
     agent.run("two")
     assert [call["messages"][0]["content"].endswith(f"\n{text}\n") for call, text in
             zip(model.calls, ["first notes", "second notes"])] == [True, True]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_run_continues_an_earlier_conversation_under_its_own_system_prompt(protocol):
+    agent, model = make_agent(protocol, [
+        tool_reply(protocol, ("calculator", {"expression": "6*7"})), final_reply(protocol, "42"),
+        final_reply(protocol, "It was 6*7."),
+    ])
+    first = agent.run("What is 6*7?")
+    agent.instructions = "Be brief."
+    second = agent.run("How did you get it?", history=first.messages)
+    assert (second.status, second.answer, second.steps) == ("final", "It was 6*7.", 0)
+    sent = model.calls[-1]["messages"]
+    assert sent[1:] == first.messages[1:] + [{"role": "user", "content": "How did you get it?"}]
+    assert sent[0]["content"].endswith("Be brief.\n") and second.messages == sent + [second.messages[-1]]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_compaction_drops_earlier_turns_tool_results_but_never_their_tasks(protocol):
+    registry = Registry()
+
+    @registry.tool
+    def page(n: int) -> str:
+        """Return a long page."""
+        return f"page {n}: " + "x" * 3000
+
+    long_task = "read the page " + "carefully " * 40
+    agent, model = make_agent(protocol, [
+        tool_reply(protocol, ("page", {"n": 1})), final_reply(protocol, "one"),
+        tool_reply(protocol, ("page", {"n": 2})), tool_reply(protocol, ("page", {"n": 3})),
+        final_reply(protocol, "two"),
+    ], registry=registry, max_history_chars=7000)
+    first = agent.run(long_task)
+    second = agent.run(long_task + "again", history=first.messages)
+    assert second.status == "final"
+    sent = model.calls[-1]["messages"]
+    users = [m["content"] for m in sent if m["role"] == "user"]
+    assert users[0] == long_task and long_task + "again" in users
+    results = [m["content"] for i, m in enumerate(sent) if is_result(sent, i)]
+    assert len(results) == 3 and "was dropped" in results[0] and "page 3: xxx" in results[-1]
+    assert not any(is_result(sent, sent.index(m)) for m in sent if m["content"] in (long_task, long_task + "again"))

@@ -1,7 +1,8 @@
 """The command line: the composition root, the one place that reads the environment and puts the pieces together.
 
-One module per command: run.py (`agent TASK`), tools.py (`agent tools`), eval.py (`agent eval`), models.py
-(`agent models`), config.py (`agent config`, `agent keys`), completion.py; options.py holds what they share, and
+One module per command: run.py (`agent TASK`), chat.py (`agent chat`), sessions.py (`agent sessions`), tools.py
+(`agent tools`), eval.py (`agent eval`), models.py (`agent models`), config.py (`agent config`, `agent keys`),
+completion.py; options.py holds what they share, and
 approval.py asks the user before a tool acts. A command's module is imported when it runs, so Ctrl-C at
 start-up is handled like later.
 """
@@ -15,11 +16,11 @@ from agent.config import ConfigError
 EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "error": 4,
               "interrupted": 130}
 USAGE_ERROR = 2
-COMMANDS = ("tools", "eval", "models", "config", "keys", "completion", "help")
+COMMANDS = ("chat", "sessions", "tools", "eval", "models", "config", "keys", "completion", "help")
 # options of `agent TASK` that take a value: the word after one is its value, not a command or the task
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
                  "--temperature", "--model-path", "--local-model", "--max-steps", "--max-reasks", "--max-output",
-                 "--max-history", "--system", "-s", "--tools", "--shell-timeout", "--memory"}
+                 "--max-history", "--system", "-s", "--tools", "--shell-timeout", "--memory", "--session"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,6 +66,12 @@ def dispatch(command: str | None, argv: list[str]) -> int:
     if command == "eval":
         from agent.cli.eval import eval_command
         return eval_command(argv)
+    if command == "chat":
+        from agent.cli.chat import chat_command
+        return chat_command(argv)
+    if command == "sessions":
+        from agent.cli.sessions import sessions_command
+        return sessions_command(argv)
     if command == "models":
         from agent.cli.models import models_command
         return models_command(argv)

@@ -29,13 +29,14 @@ def completion_command(argv: list[str]) -> int:
 
 def script(shell: str) -> str:
     from agent.cli import COMMANDS
+    from agent.cli.chat import chat_parser
     from agent.cli.config import KEYS
     from agent.cli.eval import eval_parser
     from agent.cli.models import models_parser
     from agent.cli.run import run_parser
     from agent.cli.tools import tools_parser
 
-    parsers = {"eval": eval_parser(), "tools": tools_parser(), "models": models_parser(),
+    parsers = {"chat": chat_parser(), "sessions": ["rm", "--json"], "eval": eval_parser(), "tools": tools_parser(), "models": models_parser(),
                "config": ["path"], "keys": ["set", *KEYS], "completion": ["bash", "zsh"]}
     cases = "\n".join(f'        {name}) COMPREPLY=($(compgen -W "{" ".join(_options(p))}" -- "$cur"));;'
                       for name, p in parsers.items())

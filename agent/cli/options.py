@@ -186,6 +186,24 @@ def config_file(env) -> Path:
     return base / "prompt-protocol-agent" / "config.env"
 
 
+def data_dir(env) -> Path:
+    """The user's folder for what the agent keeps (sessions, the chat's line history): XDG_DATA_HOME on Linux."""
+    if sys.platform == "win32":
+        base = Path(env.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(env.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "prompt-protocol-agent"
+
+
+def sessions_dir(env: Environment) -> Path:
+    """AGENT_SESSIONS_DIR from the environment or the user's configuration file, never from ./.env (a cloned
+    repository's file must not choose where conversations are kept); else the data folder's sessions/."""
+    chosen = env.process.get("AGENT_SESSIONS_DIR") or env.user.get("AGENT_SESSIONS_DIR")
+    return Path(chosen).expanduser() if chosen else data_dir(env.process) / "sessions"
+
+
 def read_settings(path: Path) -> dict:
     """The settings of a dotenv-format file; none when it does not exist."""
     from dotenv import dotenv_values

@@ -12,13 +12,16 @@ from typing import TYPE_CHECKING
 
 from agent.cli import EXIT_CODES
 from agent.cli.approval import approver
+from agent.cli.sessions import model_label, open_session
 from agent.cli.options import (PROTOCOLS, Parser, add_model_options, add_tool_options, check_output_file, environment,
                                resolve, toolbox)
 from agent.config import ConfigError
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 
 if TYPE_CHECKING:  # imported when the run starts: `agent --help` stays quick
-    from agent.loop import RunResult
+    from agent.cli.options import Setup, Toolbox
+    from agent.loop import Agent, RunResult
+    from agent.sessions import Session, Sessions
     from agent.tools import Memory
     from agent.trace import Trace
 
@@ -31,6 +34,8 @@ def run_parser() -> Parser:
         prog="agent", description="Run an agent on TASK with any OpenAI-compatible chat model.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="commands:\n"
+               "  agent chat              talk with the agent, turn after turn (agent chat --help)\n"
+               "  agent sessions [rm N]   the saved conversations (--session NAME)\n"
                "  agent tools [--json]    the tools and their parameters\n"
                "  agent eval [SUITE]      compare the protocols on a task suite (agent eval --help)\n"
                "  agent models            the models the endpoint serves\n"
@@ -40,6 +45,17 @@ def run_parser() -> Parser:
                "  cat error.log | agent \"Summarise the errors\"")
     parser.add_argument("task", nargs="*", help="what the agent should do (words are joined; quoting is safest)")
     parser.add_argument("--version", action="version", version=f"agent {version()}")
+    add_run_options(parser)
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--quiet", action="store_true", help="print only the answer (and errors)")
+    output.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    add_tool_options(parser)
+    add_model_options(parser)
+    return parser
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a run that are neither the model's nor the tools', shared by `agent` and `agent chat`."""
     parser.add_argument("-s", "--system", default="", metavar="TEXT",
                         help="your own instructions, added to the system prompt after the protocol's")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="prompt",
@@ -47,12 +63,9 @@ def run_parser() -> Parser:
     parser.add_argument("--workspace", type=folder, default=".", metavar="DIR",
                         help="folder the file tools and run_shell work in, default .")
     parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines")
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--quiet", action="store_true", help="print only the answer (and errors)")
-    output.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    add_tool_options(parser)
-    add_model_options(parser)
-    return parser
+    parser.add_argument("--session", metavar="NAME",
+                        help="continue the conversation saved as NAME (a new one if there is none), and save it "
+                             "after the turn; `agent sessions` lists them")
 
 
 def version() -> str:
@@ -103,29 +116,59 @@ def run_command(argv: list[str]) -> int:
     if args.trace is not None:
         check_output_file(args.trace, "--trace", "trace file")
     env = environment()
+    sessions, session = open_session(args.session, env, args.protocol)
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol])
-    [make_protocol] = setup.protocols.values()
-    from agent.loop import Agent
+    agent = build_agent(args, setup, tools, progress=not (args.quiet or args.json))
     from agent.trace import fan_out
 
-    model = Heartbeat(setup.model) if sys.stderr.isatty() and not (args.quiet or args.json) else setup.model
-    agent = Agent(model, tools.registry, make_protocol(tools.registry), setup.settings, instructions=args.system,
-                  context=partial(memory_notes, tools.memory, args.memory) if tools.memory else None)
-    listeners = [] if args.quiet or args.json else [Progress()]
     trace = open_trace(args.trace) if args.trace else None
-    agent.emit = fan_out(*([trace] if trace else []), *listeners)
-    tools.plan.on_change = lambda todos: agent.emit("plan", todos=todos)
+    agent.emit = fan_out(*([trace] if trace else []), agent.emit)
     try:
-        result = agent.run(task)
+        result = agent.run(task, history=session.messages)
     finally:
         if trace:
             trace.close()
+    unsaved = None
+    if session.name and result.status == "interrupted":
+        print(f"agent: session {session.name} left as it was before this run (interrupted)", file=sys.stderr)
+    elif session.name:
+        session.add_turn(result.messages, model=model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL")),
+                         protocol=args.protocol)
+        unsaved = keep(sessions, session)
     report(result, args)
+    if unsaved:
+        print(f"agent: {unsaved}", file=sys.stderr)
+        return EXIT_CODES["error"]
     if result.status == "model_error" and setup.endpoint and setup.endpoint.chosen_by:
         print(f"agent: the endpoint was chosen because {setup.endpoint.chosen_by} is set; "
               "pass --local to use the embedded model instead", file=sys.stderr)
     return EXIT_CODES[result.status]
+
+
+def build_agent(args, setup: Setup, tools: Toolbox, *, progress: bool) -> Agent:
+    """The agent the options describe; with ``progress``, showing its tool calls and re-asks on stderr (and
+    the wait for the model, on a terminal). Its ``emit`` hears the plan's changes too."""
+    from agent.loop import Agent, ignore
+
+    model = Heartbeat(setup.model) if progress and sys.stderr.isatty() else setup.model
+    [make_protocol] = setup.protocols.values()
+    agent = Agent(model, tools.registry, make_protocol(tools.registry), setup.settings, instructions=args.system,
+                  context=partial(memory_notes, tools.memory, args.memory) if tools.memory else None)
+    agent.emit = Progress() if progress else ignore
+    tools.plan.on_change = lambda todos: agent.emit("plan", todos=todos)
+    return agent
+
+
+def keep(sessions: Sessions, session: Session) -> str | None:
+    """Save the session; what went wrong, if it could not be saved."""
+    from agent.sessions import SessionError
+
+    try:
+        sessions.save(session)
+    except SessionError as error:
+        return str(error)
+    return None
 
 
 def memory_notes(memory: Memory, path: str) -> str:
