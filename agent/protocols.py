@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from agent import prompts
 from agent.models import Reply, tool_call
 from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action
+from agent.streaming import ContentReader, FinalAnswerReader
 from agent.text import scrub
 from agent.tools.registry import unknown_tool
 
@@ -84,6 +85,11 @@ class PromptProtocol:
         return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
                               names=", ".join(t.name for t in tools) or "(none)",
                               example=_worked_example(example) if example else "").rstrip() + "\n"
+
+    @staticmethod
+    def answer_reader() -> FinalAnswerReader:
+        """What shows a reply's answer as it streams in: the final action's answer field."""
+        return FinalAnswerReader()
 
     def parse(self, reply: Reply) -> Turn:
         try:
@@ -208,6 +214,11 @@ class NativeProtocol:
     def system_prompt(self) -> str:
         """The rules both protocols share and the offered tools' own hints; the API carries the tools."""
         return prompts.render("native_protocol", hints=_hints(self.registry))
+
+    @staticmethod
+    def answer_reader() -> ContentReader:
+        """What shows a reply's answer as it streams in: its text, unless it begins like a call written out."""
+        return ContentReader()
 
     def parse(self, reply: Reply) -> Turn:
         """Calls whose arguments are checked (or carry the error to answer them with), a final answer, or a re-ask."""

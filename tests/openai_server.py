@@ -17,7 +17,8 @@ _ERROR_TYPES = {
 
 
 class ScriptedServer:
-    """Answers each POST /v1/chat/completions with the next queued step and records every request.
+    """Answers each POST /v1/chat/completions with the next queued step and records every request. A request
+    that asks for a stream (``"stream": true``) gets a queued reply as server-sent events, a few characters a chunk.
 
     Use as a context manager; ``url`` is the base URL to give an OpenAI client.
     """
@@ -42,15 +43,16 @@ class ScriptedServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def reply(self, content=None, *, tool_calls=None, finish_reason=None, usage=True, delay=0.0) -> None:
-        """Queue one 200 chat.completion; ``usage=True`` derives token counts, a dict is sent as is."""
+    def reply(self, content=None, *, tool_calls=None, finish_reason=None, usage=True, delay=0.0, pause=0.0) -> None:
+        """Queue one 200 chat.completion; ``usage=True`` derives token counts, a dict is sent as is. Streamed,
+        ``pause`` is the seconds between chunks."""
         calls = [self._tool_call(call) for call in tool_calls or []]
         message = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = calls
         reason = finish_reason or ("tool_calls" if calls else "stop")
         self._steps.append({"status": 200, "message": message, "finish_reason": reason,
-                            "usage": usage, "headers": {}, "delay": delay})
+                            "usage": usage, "headers": {}, "delay": delay, "pause": pause})
 
     def replies(self, *contents) -> None:
         for content in contents:
@@ -70,11 +72,11 @@ class ScriptedServer:
         self._steps.append({"status": status, "body": body, "headers": headers or {}, "delay": delay,
                             "trickle": trickle})
 
-    def endless(self, chunk: str = " ", *, interval=0.0) -> None:
+    def endless(self, chunk: str = " ", *, interval=0.0, headers=None) -> None:
         """Queue a 200 whose body never ends: ``chunk`` again and again, every ``interval`` seconds,
         until the client goes away or the server stops."""
         self._steps.append({"status": 200, "endless": chunk.encode(), "interval": interval,
-                            "headers": {}, "delay": 0.0})
+                            "headers": headers or {}, "delay": 0.0})
 
     @property
     def pending(self) -> int:
@@ -159,10 +161,12 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             step = server._next(request)
             if step["delay"] and server._stopping.wait(step["delay"]):
                 return
-            if "message" in step:
+            if "message" in step and isinstance(body, dict) and body.get("stream"):
+                self._send_stream(server._completion(step, body), body, step["pause"])
+            elif "message" in step:
                 self._send(200, server._completion(step, body if isinstance(body, dict) else {}))
             elif "endless" in step:
-                self._send_endless(step["endless"], step["interval"])
+                self._send_endless(step["endless"], step["interval"], step["headers"])
             else:
                 self._send(step["status"], step["body"], step["headers"], trickle=step.get("trickle", 0.0))
 
@@ -183,10 +187,43 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 pass
             self.close_connection = True
 
-        def _send_endless(self, chunk: bytes, interval: float) -> None:
+        def _send_stream(self, completion: dict, request: dict, pause: float) -> None:
+            """The completion as server-sent events, as OpenAI streams one: the content a few characters a
+            chunk, each tool call's name then its arguments in pieces, the finish reason, the usage when the
+            request asked for it (stream_options.include_usage), then [DONE]."""
+            choice, piece = completion["choices"][0], 4
+
+            def chunk(delta, finish=None):
+                return {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+                        "model": completion["model"], "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+            content = choice["message"]["content"] or ""
+            events = [chunk({"role": "assistant", "content": ""})]
+            events += [chunk({"content": content[at:at + piece]}) for at in range(0, len(content), piece)]
+            for index, call in enumerate(choice["message"].get("tool_calls") or []):
+                function, arguments = call["function"], call["function"]["arguments"]
+                events.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                     "function": {"name": function["name"], "arguments": ""}}]}))
+                events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[at:at + piece]}}]})
+                           for at in range(0, len(arguments), piece)]
+            events.append(chunk({}, choice["finish_reason"]))
+            if completion.get("usage") and (request.get("stream_options") or {}).get("include_usage"):
+                events.append({**chunk({}), "choices": [], "usage": completion["usage"]})
+            try:
+                self._send_headers(200, {"Content-Type": "text/event-stream", "Connection": "close"})
+                for event in [json.dumps(e) for e in events] + ["[DONE]"]:
+                    if pause and server._stopping.wait(pause):
+                        break
+                    self.wfile.write(f"data: {event}\n\n".encode())
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+
+        def _send_endless(self, chunk: bytes, interval: float, headers: dict) -> None:
             """A body without a length, delimited by closing the connection, which this never does."""
             try:
-                self._send_headers(200, {"Content-Type": "application/json", "Connection": "close"})
+                self._send_headers(200, {"Content-Type": "application/json", "Connection": "close", **headers})
                 while not server._stopping.wait(interval):
                     self.wfile.write(chunk)
             except (BrokenPipeError, ConnectionResetError):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from agent.cli.approval import approver
 from agent.cli.options import (Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment,
                                resolve, toolbox)
-from agent.cli.run import add_run_options, build_agent, keep, open_trace, report
+from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, open_trace, report
 from agent.cli.sessions import model_label, open_session
 from agent.text import plural
 
@@ -50,13 +50,14 @@ def chat_command(argv: list[str]) -> int:
     sessions, session = open_session(args.session, env, args.protocol)
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol])
-    agent = build_agent(args, setup, tools, progress=not args.quiet)
+    display = AnswerStream() if (sys.stdout.isatty() if args.stream is None else args.stream) else None
+    agent = build_agent(args, setup, tools, progress=not args.quiet, display=display)
     from agent.trace import fan_out
 
     trace = open_trace(args.trace) if args.trace else None
     agent.emit = fan_out(*([trace] if trace else []), agent.emit)
     label = model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL"))
-    chat = Chat(agent, tools, sessions, session, args, model=label)
+    chat = Chat(agent, tools, sessions, session, args, model=label, display=display)
     if not args.quiet:
         resumed = f"; session {session.name}, {plural(session.turns, 'turn')} so far" if session.name else ""
         print(f"agent chat with {label} ({args.protocol} protocol){resumed}; /help for commands", file=sys.stderr)
@@ -73,9 +74,10 @@ def chat_command(argv: list[str]) -> int:
 class Chat:
     """The conversation (kept in a Session, saved after every turn when it has a name) and what a line does."""
 
-    def __init__(self, agent: Agent, tools: Toolbox, sessions: Sessions, session: Session, args, *, model: str):
+    def __init__(self, agent: Agent, tools: Toolbox, sessions: Sessions, session: Session, args, *, model: str,
+                 display: AnswerStream | None = None):
         self.agent, self.tools, self.sessions, self.session, self.args = agent, tools, sessions, session, args
-        self.model = model
+        self.model, self.display = model, display
 
     def run(self, read: Callable[[str], str]) -> None:
         """Read and act on lines until /exit or the end of the input."""
@@ -102,7 +104,7 @@ class Chat:
             return
         self.session.add_turn(result.messages, model=self.model, protocol=self.args.protocol)
         unsaved = keep(self.sessions, self.session) if self.session.name else None
-        report(result, self.args)
+        report(result, self.args, self.display)
         sys.stdout.flush()
         if unsaved:
             print(f"agent: {unsaved}", file=sys.stderr)

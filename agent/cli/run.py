@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict
 from functools import partial
 from typing import TYPE_CHECKING
@@ -63,6 +64,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", type=folder, default=".", metavar="DIR",
                         help="folder the file tools and run_shell work in, default .")
     parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines")
+    parser.add_argument("--stream", action=argparse.BooleanOptionalAction,
+                        help="print the answer as the model writes it (default: off for `agent`, on for `agent chat` "
+                             "on a terminal)")
     parser.add_argument("--session", metavar="NAME",
                         help="continue the conversation saved as NAME (a new one if there is none), and save it "
                              "after the turn; `agent sessions` lists them")
@@ -112,6 +116,8 @@ def folder(text: str) -> str:
 
 def run_command(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
+    if args.stream and args.json:
+        raise ConfigError("--stream prints the answer as it comes and --json prints it whole at the end; drop one")
     task = read_task(args.task, sys.stdin)
     if args.trace is not None:
         check_output_file(args.trace, "--trace", "trace file")
@@ -119,7 +125,8 @@ def run_command(argv: list[str]) -> int:
     sessions, session = open_session(args.session, env, args.protocol)
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol])
-    agent = build_agent(args, setup, tools, progress=not (args.quiet or args.json))
+    display = AnswerStream() if args.stream else None
+    agent = build_agent(args, setup, tools, progress=not (args.quiet or args.json), display=display)
     from agent.trace import fan_out
 
     trace = open_trace(args.trace) if args.trace else None
@@ -136,7 +143,7 @@ def run_command(argv: list[str]) -> int:
         session.add_turn(result.messages, model=model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL")),
                          protocol=args.protocol)
         unsaved = keep(sessions, session)
-    report(result, args)
+    report(result, args, display)
     if unsaved:
         print(f"agent: {unsaved}", file=sys.stderr)
         return EXIT_CODES["error"]
@@ -146,14 +153,19 @@ def run_command(argv: list[str]) -> int:
     return EXIT_CODES[result.status]
 
 
-def build_agent(args, setup: Setup, tools: Toolbox, *, progress: bool) -> Agent:
+def build_agent(args, setup: Setup, tools: Toolbox, *, progress: bool, display: AnswerStream | None = None) -> Agent:
     """The agent the options describe; with ``progress``, showing its tool calls and re-asks on stderr (and
-    the wait for the model, on a terminal). Its ``emit`` hears the plan's changes too."""
+    the wait for the model, on a terminal); with a ``display``, showing each answer as it streams in. Its
+    ``emit`` hears the plan's changes too."""
     from agent.loop import Agent, ignore
+    from agent.streaming import Streamed
 
     model = Heartbeat(setup.model) if progress and sys.stderr.isatty() else setup.model
     [make_protocol] = setup.protocols.values()
-    agent = Agent(model, tools.registry, make_protocol(tools.registry), setup.settings, instructions=args.system,
+    protocol = make_protocol(tools.registry)
+    if display:
+        model = Streamed(model, protocol.answer_reader, display)
+    agent = Agent(model, tools.registry, protocol, setup.settings, instructions=args.system,
                   context=partial(memory_notes, tools.memory, args.memory) if tools.memory else None)
     agent.emit = Progress() if progress else ignore
     tools.plan.on_change = lambda todos: agent.emit("plan", todos=todos)
@@ -193,9 +205,11 @@ def open_trace(path: str) -> Trace:
                           "in a folder that exists") from error
 
 
-def report(result: RunResult, args) -> None:
+def report(result: RunResult, args, display: AnswerStream | None = None) -> None:
     if args.json:
         print(json.dumps(scrub(asdict(result)), ensure_ascii=False, indent=2))
+    elif display and result.answer is not None and display.showed(result.answer):
+        pass  # already on stdout, as it streamed in
     elif result.answer is not None:  # also when the run failed after answering (its trace could not be written)
         print(for_terminal(result.answer) if sys.stdout.isatty() else scrub(result.answer))
     if result.status != "final":
@@ -214,12 +228,32 @@ def summary_line(r: RunResult) -> str:
 
 
 class Heartbeat:
-    """The model, with the seconds spent waiting for it shown on the terminal (stderr) while it thinks."""
+    """The model, with the seconds spent waiting for it shown on the terminal (stderr) while it thinks, until
+    its answer starts to stream in."""
 
     def __init__(self, model, stream=None, every: float = 1.0):
-        self.model, self.stream, self.every = model, stream or sys.stderr, every
+        self.model, self.out, self.every = model, stream or sys.stderr, every
 
     def complete(self, messages, **options):
+        with self._ticking():
+            return self.model.complete(messages, **options)
+
+    def stream(self, messages, on_text, **options):
+        """As the model's own ``stream`` (its ``complete`` if it has none), the ticking stopped by the first text."""
+        stream = getattr(self.model, "stream", None)
+        with self._ticking() as stop:
+            if stream is None:
+                return self.model.complete(messages, **options)
+
+            def first(text: str) -> None:
+                stop()
+                on_text(text)
+
+            return stream(messages, first, **options)
+
+    @contextmanager
+    def _ticking(self):
+        """Ticks until the block ends or calls the function it is given; then erases the line it wrote."""
         import threading
         import time
 
@@ -227,19 +261,51 @@ class Heartbeat:
 
         def tick() -> None:
             while not done.wait(self.every):
-                self.stream.write(f"\r  waiting for the model… {time.monotonic() - started:.0f}s")
-                self.stream.flush()
+                self.out.write(f"\r  waiting for the model… {time.monotonic() - started:.0f}s")
+                self.out.flush()
+
+        def stop() -> None:
+            if done.is_set():
+                return
+            done.set()
+            ticker.join()
+            if time.monotonic() - started >= self.every:
+                self.out.write("\r\033[K")  # erase the line before the next output
+                self.out.flush()
 
         ticker = threading.Thread(target=tick, daemon=True)
         ticker.start()
         try:
-            return self.model.complete(messages, **options)
+            yield stop
         finally:
-            done.set()
-            ticker.join()
-            if time.monotonic() - started >= self.every:
-                self.stream.write("\r\033[K")  # erase the line before the next output
-                self.stream.flush()
+            stop()
+
+
+class AnswerStream:
+    """Shows each reply's answer on stdout as the model writes it (escaped as the answer would be, on a
+    terminal), and ends the line of a reply that showed some."""
+
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+        self.shown: list[str] = []  # what the latest reply showed
+
+    def start(self) -> None:
+        self.shown = []
+
+    def show(self, text: str) -> None:
+        if text:
+            self.out.write(for_terminal(text) if self.out.isatty() else scrub(text))
+            self.out.flush()
+            self.shown.append(text)
+
+    def end(self) -> None:
+        if self.shown:
+            self.out.write("\n")
+            self.out.flush()
+
+    def showed(self, answer: str) -> bool:
+        """Whether the latest reply showed exactly ``answer``: then it needs no printing."""
+        return bool(self.shown) and scrub("".join(self.shown)) == scrub(answer)
 
 
 class Progress:

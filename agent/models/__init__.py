@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 @dataclass
@@ -38,6 +38,11 @@ class Model(Protocol):
     def complete(self, messages: list[dict], **options: Any) -> Reply: ...
 
 
+class StreamingModel(Model, Protocol):
+    def stream(self, messages: list[dict], on_text: Callable[[str], None], **options: Any) -> Reply:
+        """As ``complete``, the same Reply, calling ``on_text`` with each piece of its content as it arrives."""
+
+
 class ScriptedModel:
     """Replays queued replies in order and records every call; for tests and offline demos.
 
@@ -59,3 +64,11 @@ class ScriptedModel:
         if isinstance(item, str):
             return Reply(content=item)
         return item
+
+    def stream(self, messages: list[dict], on_text: Callable[[str], None], **options: Any) -> Reply:
+        """As ``complete``, giving the reply's content to ``on_text`` a few characters at a time first."""
+        reply = self.complete(messages, **options)
+        content = reply.content or ""
+        for start in range(0, len(content), 3):
+            on_text(content[start:start + 3])
+        return reply

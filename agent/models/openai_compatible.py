@@ -7,12 +7,15 @@ is waited exactly, one of 0 falls back to the backoff, and one above 120s stops 
 
 The request goes out through the client's plain ``post`` (the typed ``chat.completions.create`` walks the
 whole history on every call), and the answer is read here: within ``timeout`` seconds of sending, at most
-``MAX_RESPONSE_BYTES``, then checked against ``COMPLETION_SCHEMA`` and read as plain dicts.
+``MAX_RESPONSE_BYTES``, then checked against ``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer
+(``stream``) is read the same way, as server-sent events each checked against ``CHUNK_SCHEMA``, and assembled
+into the same completion.
 """
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import httpx2
@@ -48,6 +51,21 @@ COMPLETION_SCHEMA = {
     },
 }
 _VALIDATOR = jsonschema.Draft202012Validator(COMPLETION_SCHEMA)
+_DELTA_CALL = {"type": "object", "properties": {
+    "index": {"type": "integer", "minimum": 0}, "id": _TEXT,
+    "function": {"type": ["object", "null"], "properties": {"name": _TEXT, "arguments": _TEXT}}}}
+CHUNK_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "choices": {"type": ["array", "null"], "items": {"type": "object", "properties": {
+            "index": {"type": "integer"},
+            "delta": {"type": ["object", "null"], "properties": {
+                "content": _TEXT, "tool_calls": {"type": ["array", "null"], "items": _DELTA_CALL}}},
+            "finish_reason": _TEXT}}},
+        "usage": COMPLETION_SCHEMA["properties"]["usage"],
+    },
+}
+_CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)
 
 
 class OpenAIModel:
@@ -64,21 +82,37 @@ class OpenAIModel:
                                     timeout=timeout, max_retries=max_retries, http_client=http_client)
 
     def complete(self, messages: list[dict], **options) -> Reply:
+        response = self._post(self._request(messages, options))
+        return self._reply(self._completion(b"".join(self._body(response))))
+
+    def stream(self, messages: list[dict], on_text: Callable[[str], None], **options) -> Reply:
+        """As ``complete``, asking for the answer as server-sent events and giving each piece of its content to
+        ``on_text`` as it arrives; a server that answers whole instead is read as ``complete`` reads it."""
+        request = {**self._request(messages, options), "stream": True, "stream_options": {"include_usage": True}}
+        response = self._post(request)
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return self._reply(self._completion(b"".join(self._body(response))))
+        return self._reply(self._assemble(self._body(response), on_text))
+
+    def _request(self, messages: list[dict], options: dict) -> dict:
         request = {"model": self.model, "messages": messages}
         if self.temperature is not None:
             request["temperature"] = self.temperature
         request.update({key: value for key, value in options.items() if value is not None})
-        try:
-            response = self.client.post("/chat/completions", content=_json_bytes(request),
-                                        cast_to=httpx2.Response, stream=True)
-        except openai.APIError as err:
-            raise self._error(err, constrained="response_format" in request) from err
-        return self._reply(self._completion(self._read(response)))
+        return request
 
-    def _read(self, response: httpx2.Response) -> bytes:
-        """The whole body, unless it takes past ``timeout`` since sending or grows past ``MAX_RESPONSE_BYTES``."""
+    def _post(self, request: dict) -> httpx2.Response:
+        try:
+            return self.client.post("/chat/completions", content=_json_bytes(request), cast_to=httpx2.Response,
+                                    stream=True)
+        except openai.APIError as err:
+            raise self._error(err, constrained="response_format" in request, streamed="stream" in request) from err
+
+    def _body(self, response: httpx2.Response) -> Iterator[bytes]:
+        """The body piece by piece, unless it takes past ``timeout`` since sending or grows past
+        ``MAX_RESPONSE_BYTES``; the response is closed however the reading ends."""
         deadline = response.request.extensions[_SENT_AT] + self.timeout
-        chunks, size = [], 0
+        size = 0
         try:
             for chunk in response.iter_bytes():
                 size += len(chunk)
@@ -87,7 +121,7 @@ class OpenAIModel:
                                      f"{MAX_RESPONSE_BYTES // 2**20} MB; check --base-url / AGENT_BASE_URL")
                 if time.monotonic() > deadline:
                     raise self._too_slow()
-                chunks.append(chunk)
+                yield chunk
         except httpx2.TimeoutException:
             raise self._too_slow() from None
         except httpx2.HTTPError as err:
@@ -95,7 +129,59 @@ class OpenAIModel:
                              f"{_short(str(err)) or type(err).__name__}; check the server") from None
         finally:
             response.close()
-        return b"".join(chunks)
+
+    def _assemble(self, body: Iterator[bytes], on_text: Callable[[str], None]) -> dict:
+        """The streamed chunks as one chat completion (the first choice): the content joined, each tool call's
+        id, name and arguments put together from its deltas, the last finish_reason, the usage if sent."""
+        content, calls, finish, usage, chosen, done = [], {}, None, None, False, False
+        try:
+            for data in _events(body):
+                if data.strip() == b"[DONE]":
+                    done = True
+                    break
+                chunk = self._chunk(data)
+                usage = chunk.get("usage") or usage
+                for choice in chunk.get("choices") or []:
+                    if choice.get("index", 0) != 0:
+                        continue
+                    chosen = True
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        content.append(delta["content"])
+                        on_text(scrub(delta["content"]))
+                    for call in delta.get("tool_calls") or []:
+                        slot = calls.setdefault(call.get("index", len(calls)), {"id": None, "name": "", "arguments": ""})
+                        function = call.get("function") or {}
+                        slot["id"] = slot["id"] or call.get("id")
+                        slot["name"] += function.get("name") or ""
+                        slot["arguments"] += function.get("arguments") or ""
+                    finish = choice.get("finish_reason") or finish
+        finally:
+            body.close()
+        if not chosen:
+            raise self._not_a_completion("the stream held no choice")
+        if not (done or finish):
+            raise ModelError(f"the stream from {self.base_url} ended before the answer was complete; check the server")
+        message = {"content": "".join(content) if content else None,
+                   "tool_calls": [{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                  for _, c in sorted(calls.items())]}
+        return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
+
+    def _chunk(self, data: bytes) -> dict:
+        """One event's data as a completion chunk, or a ModelError naming what is wrong with it."""
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError):
+            text = data[:200].decode("utf-8", "replace")
+            raise self._not_a_completion(f"an event of the stream is not JSON ({_short(text, 80) or 'empty'})") from None
+        error = chunk.get("error") if isinstance(chunk, dict) and "choices" not in chunk else None
+        if error:
+            message = error.get("message") if isinstance(error, dict) else None
+            raise ModelError(f"endpoint answered with an error: {_short(str(message or error))}")
+        fault = jsonschema.exceptions.best_match(_CHUNK_VALIDATOR.iter_errors(chunk))
+        if fault is not None:
+            raise self._not_a_completion(f"in a chunk of the stream, {_describe(fault)}")
+        return chunk
 
     def _completion(self, body: bytes) -> dict:
         """The body as a chat completion, or a ModelError naming what is wrong with it."""
@@ -141,7 +227,7 @@ class OpenAIModel:
         return ModelError(f"no complete answer from {self.base_url} within {self.timeout:g}s; "
                           "raise --timeout or check the server")
 
-    def _error(self, err: openai.APIError, *, constrained: bool) -> ModelError:
+    def _error(self, err: openai.APIError, *, constrained: bool, streamed: bool = False) -> ModelError:
         """One line that says what went wrong and how to fix it."""
         retries = _retries_taken(err, self.max_retries)
         if isinstance(err, openai.APITimeoutError):
@@ -174,7 +260,27 @@ class OpenAIModel:
             return ModelError(f"endpoint error HTTP {status} after {retries} retries: {message}; the server is "
                               "down or overloaded: try again later, or another --base-url (or --local)")
         hint = "; the server may not support --constrain (response_format): drop the flag" if constrained else ""
+        hint += "; the server may not support streaming: drop --stream" if streamed else ""
         return ModelError(f"endpoint rejected the request (HTTP {status}): {message}{hint}")
+
+
+def _events(body: Iterator[bytes]) -> Iterator[bytes]:
+    """The data of each server-sent event in ``body`` (a comment or another field is skipped), as it completes."""
+    pending, data = bytearray(), []
+    for chunk in body:
+        searched = len(pending)
+        pending += chunk
+        while (end := pending.find(b"\n", searched)) >= 0:
+            line = bytes(pending[:end]).rstrip(b"\r")
+            del pending[:end + 1]
+            searched = 0
+            if not line and data:
+                yield b"\n".join(data)
+                data = []
+            elif line.startswith(b"data:"):
+                data.append(line[5:].removeprefix(b" "))
+    if data:
+        yield b"\n".join(data)
 
 
 def _stamp_sent_at(request: httpx2.Request) -> None:
