@@ -22,6 +22,7 @@ class Settings:
     max_reasks: int = 3  # re-asks in a row; the next unusable reply ends the run
     max_output_chars: int = 4000  # per tool result; head and tail are kept
     max_history_chars: int | None = None  # older tool results are dropped beyond this; None: no limit
+    context_window: int | None = None  # the model's, in tokens: past a share of it, older steps are summarised
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 from agent import prompts
+from agent.compaction import Summariser
 from agent.config import Settings
 from agent.models import Model, ModelError, Reply
 from agent.protocols import Final, PromptProtocol, Reask, Step, ToolCall, asks_for_tools
@@ -75,11 +76,12 @@ class Agent:
         errors = Counter()  # malformed replies and calls, by kind: both parts of the loop count them here
         replies = Replies(self.model, self.protocol, self.settings.max_reasks, self.emit, errors)
         steps = Steps(self.registry, self.protocol, self.settings, self.emit, errors)
+        summarise = Summariser(self.model, self.settings.context_window, history[-1], self.emit, replies)
         self._measured = (0, 0)  # how many messages of the history _compact has counted, and their size
         status, answer, error, started = "error", None, None, time.monotonic()
         try:
             self.emit("run_start", task=task, protocol=self.protocol.name, settings=asdict(self.settings))
-            answer = self._loop(history, replies, steps)
+            answer = self._loop(history, replies, steps, summarise)
             status = "final"
         except Stop as stop:
             status, error = stop.status, stop.error
@@ -101,9 +103,11 @@ class Agent:
                 result.status, result.error = "error", str(failure)
         return result
 
-    def _loop(self, history: list[dict], replies: Replies, steps: Steps) -> str:
+    def _loop(self, history: list[dict], replies: Replies, steps: Steps, summarise: Summariser) -> str:
         while True:
             self._compact(history, keep=steps.kept)
+            if summarise(history, keep=steps.kept):
+                self._measured = (0, 0)  # the history was rewritten: _compact measures it afresh
             turn = replies.next(history)
             if isinstance(turn, Final):
                 history.append(turn.message)
@@ -143,10 +147,11 @@ class Replies:
         self.attempts: list[dict] = []  # the unusable replies since the last usable one, with their re-asks
         self.unusable = 0  # how many replies in a row could not be used
         self.model_calls = self.reasks = self.prompt_tokens = self.completion_tokens = self.usage_missing = 0
+        self.reported: tuple[int, int] | None = None  # (messages of the history, prompt tokens): the latest usage
 
     def next(self, history: list[dict]) -> Final | Step:
         while True:
-            turn = self.protocol.parse(self._complete(history + self.attempts if self.attempts else history))
+            turn = self.protocol.parse(self._complete(history))
             if not isinstance(turn, Reask):
                 self.attempts, self.unusable = [], 0
                 if turn.repairs:
@@ -159,17 +164,27 @@ class Replies:
         return {"model_calls": self.model_calls, "reasks": self.reasks, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "usage_missing": self.usage_missing}
 
-    def _complete(self, messages: list[dict]) -> Reply:
+    def ask(self, model: Model, messages: list[dict]) -> Reply:
+        """A call outside the protocol (for a summary), with no request options; counted like the others."""
+        return self._count(model.complete(messages))
+
+    def _complete(self, history: list[dict]) -> Reply:
         started = time.monotonic()
-        reply = self.model.complete(messages, **self.protocol.options)
+        messages = history + self.attempts if self.attempts else history
+        reply = self._count(self.model.complete(messages, **self.protocol.options))
+        if reply.usage:
+            self.reported = len(history), reply.usage.get("prompt_tokens") or 0
+        self.emit("model_call", seconds=round(time.monotonic() - started, 3), usage=reply.usage,
+                  content=reply.content, tool_calls=reply.tool_calls, finish_reason=reply.finish_reason)
+        return reply
+
+    def _count(self, reply: Reply) -> Reply:
         self.model_calls += 1
         if reply.usage:
             self.prompt_tokens += reply.usage.get("prompt_tokens") or 0
             self.completion_tokens += reply.usage.get("completion_tokens") or 0
         else:
             self.usage_missing += 1
-        self.emit("model_call", seconds=round(time.monotonic() - started, 3), usage=reply.usage,
-                  content=reply.content, tool_calls=reply.tool_calls, finish_reason=reply.finish_reason)
         return reply
 
     def _reask(self, turn: Reask) -> None:

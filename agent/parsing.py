@@ -140,6 +140,11 @@ def load_json(text: str) -> object:
     return scrub(value)
 
 
+def strip_reasoning(text: str) -> str:
+    """``text`` without its reasoning blocks (<think>...</think>), as replies are read."""
+    return _strip_reasoning(text)
+
+
 def _strip_reasoning(text: str) -> str:
     """Drop <think> blocks, reasoning before an orphan closing tag, and everything after an unclosed one.
 

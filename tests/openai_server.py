@@ -26,6 +26,7 @@ class ScriptedServer:
     def __init__(self):
         self.requests: list[dict] = []
         self._steps: deque[dict] = deque()
+        self._rules: list[tuple] = []  # (predicate, step): requests the predicate picks get the step, the queue waits
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._call_ids = 0
@@ -53,6 +54,13 @@ class ScriptedServer:
         reason = finish_reason or ("tool_calls" if calls else "stop")
         self._steps.append({"status": 200, "message": message, "finish_reason": reason,
                             "usage": usage, "headers": {}, "delay": delay, "pause": pause})
+
+    def answer_when(self, predicate, content: str) -> None:
+        """Answer every request whose JSON body ``predicate`` picks with ``content``, before the queue is
+        looked at (and without using it up)."""
+        self._rules.append((predicate, {"status": 200, "message": {"role": "assistant", "content": content},
+                                        "finish_reason": "stop", "usage": True, "headers": {}, "delay": 0.0,
+                                        "pause": 0.0}))
 
     def replies(self, *contents) -> None:
         for content in contents:
@@ -96,6 +104,9 @@ class ScriptedServer:
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
+            for predicate, step in self._rules:
+                if isinstance(request["body"], dict) and predicate(request["body"]):
+                    return step
             if self._steps:
                 return self._steps.popleft()
         message = f"scripted server: no reply left for request {number}"

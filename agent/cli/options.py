@@ -88,6 +88,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         help=f"re-asks of unusable replies in a row; the next unusable reply ends the run, default {DEFAULTS.max_reasks}")
     limits.add_argument("--max-output", type=positive_int, default=DEFAULTS.max_output_chars, metavar="CHARS",
                         help=f"tool output kept per call, default {DEFAULTS.max_output_chars}")
+    limits.add_argument("--context-window", type=positive_int, metavar="TOKENS",
+                        help="the model's context window: past 3/4 of it, the older steps are summarised by the model "
+                             "into a brief (the task, the plan and the latest steps are kept); default: off")
     limits.add_argument("--max-history", type=positive_int, metavar="CHARS",
                         help="drop the oldest tool results beyond this many characters of conversation; "
                              f"default: {LOCAL_HISTORY_CHARS} for the local model, no limit for endpoints")
@@ -123,7 +126,8 @@ def resolve(args: argparse.Namespace, env: Environment, protocols: list[str]) ->
     local = endpoint is None
     constrain = args.constrain if args.constrain is not None else local
     settings = Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
-                        max_history_chars=args.max_history or (LOCAL_HISTORY_CHARS if local else None))
+                        max_history_chars=args.max_history or (LOCAL_HISTORY_CHARS if local else None),
+                        context_window=args.context_window)
     model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if local else None
     return Setup(endpoint, build_model(args, endpoint, env, model_path), settings, constrain,
                  protocol_factories(protocols, constrain), model_path)

@@ -309,7 +309,8 @@ class AnswerStream:
 
 
 class Progress:
-    """Prints one line per tool call and per re-ask on stderr; a call that wrote the plan, with the plan below it."""
+    """Prints one line per tool call, re-ask and compaction on stderr; a call that wrote the plan, with the plan
+    below it."""
 
     def __init__(self):
         self.plan: list[str] = []  # the plan todo_write has just written, shown with its call's line
@@ -329,6 +330,11 @@ class Progress:
                 print(f"    {for_terminal(line)}", file=sys.stderr)
         elif event == "parse_error":
             print(f"  re-ask ({data['kind']}): {short(data['message'], 70)}", file=sys.stderr)
+        elif event == "compaction":
+            print(f"  compacted: {plural(data['summarised'], 'older message')} summarised into a brief "
+                  f"(about {data['tokens_before']:,} → {data['tokens_after']:,} tokens)", file=sys.stderr)
+        elif event == "compaction_failed":
+            print(f"  not compacted: {data['reason']}", file=sys.stderr)
 
 
 def short(value, width: int) -> str:

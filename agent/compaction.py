@@ -1,0 +1,123 @@
+"""Compaction that summarises: once the history nears the model's context window, its older part is replaced
+by a brief the model writes of it. The system prompt, the task, the step holding the latest plan and the
+latest steps stay as they are, and a cut falls only between steps, never between a call and its result."""
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+from agent import prompts
+from agent.models import Model
+from agent.parsing import strip_reasoning
+from agent.protocols import asks_for_tools
+from agent.streaming import Streamed
+from agent.text import scrub
+
+SHARE = 0.75  # of the context window: past it, the history is summarised
+CHARS_PER_TOKEN = 3  # for an estimate that errs towards more tokens
+MESSAGE_TOKENS = 4  # what a message costs beyond its text
+RECENT_SHARE = 0.25  # of the context window: the latest steps that fit in it are kept as they are (one at least)
+SUMMARY_WORDS = 250
+MAX_SUMMARY_CHARS = 4000
+MIN_MESSAGE_CHARS = 300  # of each message shown to the summariser, however long the transcript
+
+
+class Summariser:
+    """Keeps one run's history within ``SHARE`` of ``context_window`` tokens (nothing, when it is None). Sizes
+    come from the endpoint's reported prompt tokens of the latest call, plus an estimate for what came after;
+    from an estimate alone before any call reported them."""
+
+    def __init__(self, model: Model, context_window: int | None, task: dict, emit: Callable[..., None], replies):
+        self.model = model.model if isinstance(model, Streamed) else model  # a brief is never shown as an answer
+        self.limit = int(context_window * SHARE) if context_window else None
+        self.window = context_window
+        self.task, self.emit, self.replies = task, emit, replies  # the task: the very message, found by identity
+
+    def __call__(self, history: list[dict], keep: list[dict]) -> bool:
+        """Summarise the older part of ``history`` in place if it has grown past the limit; whether it did."""
+        if self.limit is None:
+            return False
+        before = self.tokens(history)
+        if before <= self.limit:
+            return False
+        old, kept_step, recent = self._split(history, keep)
+        if not old:  # only the latest steps are left: nothing older to summarise
+            return False
+        started, chars = time.monotonic(), _chars(history)
+        summary, usage = self._summary(old)
+        if not summary:  # not asked again in this run: each step would pay for another empty brief
+            self.limit = None
+            self.emit("compaction_failed", reason="the model wrote an empty brief; the history is no longer "
+                                                  "summarised in this run", usage=usage)
+            return False
+        note = {"role": "user", "content": prompts.render("summary", summary=summary)}
+        history[:] = [history[0], self.task, note, *kept_step, *recent]
+        self.replies.reported = None  # the latest call's size is not this history's any more
+        self.emit("compaction", messages_before=len(old) + 2 + len(kept_step) + len(recent),
+                  messages_after=len(history), chars_before=chars, chars_after=_chars(history),
+                  tokens_before=before, tokens_after=self.tokens(history), summarised=len(old),
+                  seconds=round(time.monotonic() - started, 3), usage=usage, summary=summary)
+        return True
+
+    def tokens(self, history: list[dict]) -> int:
+        """The history's size in tokens: as the latest call reported it, plus an estimate of what came after."""
+        counted, tokens = self.replies.reported or (0, 0)
+        if counted > len(history):
+            counted, tokens = 0, 0
+        return tokens + sum(_estimate(m) for m in history[counted:])
+
+    def _split(self, history: list[dict], keep: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+        """The older messages (the system prompt and the task aside), the step that holds a kept message (the
+        plan) if it is among them, and the latest steps (as many as fit in RECENT_SHARE of the window, one at
+        least); each step whole, a call with its results."""
+        task = next(i for i, m in enumerate(history) if m is self.task)
+        starts = [i for i in range(task + 1, len(history)) if asks_for_tools(history[i])]
+        cut, size = task + 1, 0
+        for start, end in reversed(list(zip(starts, [*starts[1:], len(history)]))):
+            size += sum(_estimate(m) for m in history[start:end])
+            if size > self.window * RECENT_SHARE and start != starts[-1]:
+                break
+            cut = start
+        kept_at = [i for i in range(task + 1, cut) if any(history[i] is k for k in keep)]
+        kept = range(0)
+        if kept_at:
+            first = max(s for s in starts if s <= kept_at[0])
+            kept = range(first, next((s for s in starts if s > first), cut))
+        old = [m for i, m in enumerate(history[:cut]) if i not in (0, task) and i not in kept]
+        return old, [history[i] for i in kept], history[cut:]
+
+    def _summary(self, old: list[dict]) -> tuple[str, dict | None]:
+        budget = (self.window or 0) * CHARS_PER_TOKEN // 2  # half the window for what is summarised
+        each = max(MIN_MESSAGE_CHARS, budget // max(len(old), 1))
+        request = [{"role": "user", "content": prompts.render("summarise", words=SUMMARY_WORDS,
+                                                              transcript=transcript(old, each))}]
+        reply = self.replies.ask(self.model, request)
+        text = strip_reasoning(scrub(reply.content or "")).strip()
+        return (text if len(text) <= MAX_SUMMARY_CHARS else text[:MAX_SUMMARY_CHARS] + " [...]"), reply.usage
+
+
+def transcript(messages: list[dict], each: int) -> str:
+    """The messages as text for the summariser, each cut to ``each`` characters (head and tail kept)."""
+    from agent.loop import truncate
+
+    lines = []
+    for message in messages:
+        text = truncate(message.get("content") or "", each)
+        calls = [f"{c['function']['name']}({c['function']['arguments']})" for c in message.get("tool_calls") or []]
+        if calls:
+            text = (text + "\n" if text else "") + "calls: " + "; ".join(truncate(c, each) for c in calls)
+        who = {"tool": "Tool result", "assistant": "Assistant"}.get(message["role"], "User")
+        lines.append(f"{who}: {text}")
+    return "\n\n".join(lines)
+
+
+def _estimate(message: dict) -> int:
+    size = len(message.get("content") or "")
+    if message.get("tool_calls"):
+        size += len(json.dumps(message["tool_calls"]))
+    return size // CHARS_PER_TOKEN + MESSAGE_TOKENS
+
+
+def _chars(history: list[dict]) -> int:
+    return sum(len(m.get("content") or "") for m in history)
