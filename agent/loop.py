@@ -96,7 +96,7 @@ class Agent:
         finally:
             result = RunResult(status, answer, error, self.protocol.name, steps=steps.steps, errors=dict(errors),
                                tool_calls=steps.tool_calls, seconds=round(time.monotonic() - started, 3),
-                               messages=history, **replies.counts())
+                               messages=history, **{k: n + steps.spent[k] for k, n in replies.counts().items()})
             try:
                 self.emit("run_end", **result.summary())
             except TraceError as failure:  # the answer, if any, is kept: only the record of it failed
@@ -210,6 +210,7 @@ class Steps:
         self.repeats = 0  # how many steps in a row repeated the one before
         self.outputs: list[str] = []  # the last step's results, as the model was given them
         self.kept: list[dict] = []  # the results of the latest step that ran a keep_latest tool (the plan)
+        self.spent = Counter()  # model calls and tokens the tools spent themselves (a sub-agent's)
 
     def take(self, step: Step) -> list[dict]:
         """The step and its results, as messages for the history."""
@@ -247,21 +248,22 @@ class Steps:
                 outcomes = [future.result() for future in futures]
             finally:  # on Ctrl-C, stop waiting at once: the calls already running finish on their own
                 pool.shutdown(wait=False, cancel_futures=True)
-        for call, (ok, _) in zip(calls, outcomes):
+        for call, (ok, _, usage) in zip(calls, outcomes):
             self.tool_calls.append({"tool": call.tool, "arguments": call.arguments, "ok": ok})
+            self.spent.update(usage or {})
             if call.error:
                 self.errors[call.error_kind] += 1
-        return [scrub(text) for _, text in outcomes]
+        return [scrub(text) for _, text, _ in outcomes]
 
-    def _run(self, call: ToolCall) -> tuple[bool, str]:
+    def _run(self, call: ToolCall) -> tuple[bool, str, dict | None]:
         self.emit("tool_call", tool=call.tool, arguments=call.arguments)
         if call.error:
-            ok, text = False, call.error
+            ok, text, usage = False, call.error, None
         else:
             outcome = self.registry.run(call.tool, call.arguments)  # the protocol has checked the arguments
-            ok, text = outcome.ok, truncate(outcome.text, self.settings.max_output_chars)
+            ok, text, usage = outcome.ok, truncate(outcome.text, self.settings.max_output_chars), outcome.usage
         self.emit("tool_result", tool=call.tool, arguments=call.arguments, ok=ok, result=text)
-        return ok, text
+        return ok, text, usage
 
     def _repeated(self, calls: list[ToolCall]) -> list[str]:
         self.emit("repeated_call", tools=[c.tool for c in calls])

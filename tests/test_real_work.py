@@ -152,7 +152,7 @@ def test_an_unknown_tool_name_is_a_usage_error_that_lists_the_tools(server, work
     code, out, err = run(server, "--tools", "calculator,shell", "x", capsys=capsys)
     assert (code, out, server.requests) == (2, "", [])
     assert err == ("agent: --tools: no tool named shell (did you mean run_shell?); the tools are calculator, "
-                   "read_file, write_file, list_dir, current_time, run_shell, todo_write, remember\n")
+                   "read_file, write_file, list_dir, current_time, run_shell, todo_write, spawn_agent, remember\n")
     for args, expected in [(["--tools", "remember"], "--tools remember needs --memory FILE"),
                            (["--read-only", "--tools", "read_file,write_file"], "drop one of them")]:
         code, _, err = run(server, *args, "x", capsys=capsys)
@@ -179,11 +179,12 @@ def test_agent_tools_shows_what_is_on_and_what_asks_first(capsys, workspace):
     assert main(["tools"]) == 0
     out = capsys.readouterr().out
     assert "on: calculator, read_file, write_file, list_dir, current_time, run_shell, todo_write" in out
-    assert "off: remember (needs --memory FILE)" in out
+    assert "off: spawn_agent (not in --tools), remember (needs --memory FILE)" in out
     assert "  write_file, before replacing a file\n  run_shell, before a command that" in out
     assert main(["tools", "--read-only", "--memory", "memory.md"]) == 0
     out = capsys.readouterr().out
-    assert "off: write_file (--read-only), remember (--read-only)" in out and "asks first" not in out
+    assert "off: write_file (--read-only), spawn_agent (not in --tools), remember (--read-only)" in out
+    assert "asks first" not in out
     assert main(["tools", "--json", "--tools", "todo_write,run_shell"]) == 0
     assert [t["function"]["name"] for t in json.loads(capsys.readouterr().out)] == ["run_shell", "todo_write"]
     assert main(["--tools", "calculator", "tools", "--yes"]) == 0  # an option's value is not a command

@@ -41,6 +41,7 @@ class ToolError(Exception):
 class ToolResult:
     ok: bool
     text: str
+    usage: dict | None = None  # what a tool that calls a model itself spent: model_calls, prompt/completion_tokens
 
 
 def tool(function=None, *, name=None, description=None, parameters=None, hint="", example=None, asks="",
@@ -168,7 +169,8 @@ class Registry:
         if tool is None:
             return ToolResult(False, f"error: {unknown_tool(name, self._tools)}")
         try:
-            return ToolResult(True, _as_text(tool.function(**arguments)))
+            value = tool.function(**arguments)
+            return value if isinstance(value, ToolResult) else ToolResult(True, _as_text(value))
         except ToolError as error:
             return ToolResult(False, f"error: {str(error) or f'{name} failed'}")
         except Exception as error:

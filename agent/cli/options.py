@@ -17,6 +17,7 @@ from agent.models import Model
 from agent.models.local_files import BUILT_IN, DEFAULT
 
 if TYPE_CHECKING:  # imported when a command needs them: `agent --help` stays quick
+    from agent.subagents import SubAgents
     from agent.tools import Memory, Plan, Registry
 
 PROTOCOLS = ("prompt", "native")
@@ -226,7 +227,7 @@ def add_tool_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tools")
     group.add_argument("--tools", type=names, metavar="NAME,...",
                        help=f"the tools the model is offered, default {','.join(DEFAULT_TOOLS)} (and remember, "
-                            "with --memory); `agent tools` lists them")
+                            "with --memory); spawn_agent, a helper agent, only when named; `agent tools` lists them")
     group.add_argument("--read-only", action="store_true",
                        help="leave out every tool that can change something: write_file, remember, and the "
                             "run_shell commands that are not read-only")
@@ -256,11 +257,13 @@ class Toolbox:
     off: dict[str, str]
     plan: Plan
     memory: Memory | None
+    subagents: SubAgents  # spawn_agent's runner, given the model once there is one
 
 
 def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> Toolbox:
     """The tools ``--tools`` chooses among the built-in ones (the default ones when it is not given), as the
     other flags make them; a name that is unknown, or a tool --read-only leaves out, is a usage error."""
+    from agent.subagents import SubAgents
     from agent.tools import Memory, Plan, Registry, file_tools, shell_tool
     from agent.tools.calculator import calculator
     from agent.tools.clock import current_time
@@ -273,7 +276,8 @@ def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> 
         check_output_file(args.memory, "--memory", "memory file")
     plan = Plan()
     shell = shell_tool(workspace, approve, args.shell_timeout)
-    every = [calculator, *file_tools(workspace, approve), current_time, shell, plan.tool]
+    subagents = SubAgents()
+    every = [calculator, *file_tools(workspace, approve), current_time, shell, plan.tool, subagents.tool]
     every += [memory.tool] if memory else []
     available = [t.name for t in every] + ([] if memory else ["remember"])
     wanted = args.tools or [*DEFAULT_TOOLS, *(["remember"] if memory else [])]
@@ -292,7 +296,7 @@ def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> 
     off = {t.name: "--read-only" if t.name in wanted else "not in --tools" for t in every if t not in on}
     if not memory:
         off["remember"] = "needs --memory FILE"
-    return Toolbox(Registry(on), off, plan, memory)
+    return Toolbox(Registry(on), off, plan, memory, subagents)
 
 
 def check_output_file(path: str, flag: str, what: str) -> None:

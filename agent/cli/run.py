@@ -163,12 +163,13 @@ def build_agent(args, setup: Setup, tools: Toolbox, *, progress: bool, display: 
     model = Heartbeat(setup.model) if progress and sys.stderr.isatty() else setup.model
     [make_protocol] = setup.protocols.values()
     protocol = make_protocol(tools.registry)
-    if display:
-        model = Streamed(model, protocol.answer_reader, display)
-    agent = Agent(model, tools.registry, protocol, setup.settings, instructions=args.system,
+    agent = Agent(Streamed(model, protocol.answer_reader, display) if display else model, tools.registry, protocol,
+                  setup.settings, instructions=args.system,
                   context=partial(memory_notes, tools.memory, args.memory) if tools.memory else None)
     agent.emit = Progress() if progress else ignore
     tools.plan.on_change = lambda todos: agent.emit("plan", todos=todos)
+    tools.subagents.attach(model, tools.registry, make_protocol, setup.settings, instructions=args.system,
+                           emit=lambda event, **data: agent.emit(event, **data))  # a helper's answer is not shown
     return agent
 
 
@@ -310,13 +311,23 @@ class AnswerStream:
 
 class Progress:
     """Prints one line per tool call, re-ask and compaction on stderr; a call that wrote the plan, with the plan
-    below it."""
+    below it; a helper's (spawn_agent's) lines under the line that starts it. Lines from calls run at once
+    never mix."""
 
     def __init__(self):
-        self.plan: list[str] = []  # the plan todo_write has just written, shown with its call's line
+        import threading
 
-    def __call__(self, event: str, **data) -> None:
-        if event == "plan":
+        self.plan: list[str] = []  # the plan todo_write has just written, shown with its call's line
+        self.lock = threading.Lock()
+
+    def __call__(self, event: str, indent: str = "  ", **data) -> None:
+        if event == "subagent":
+            inner = dict(data["inner"])
+            if inner["event"] == "run_start":
+                self.say(f"{indent}spawn_agent [{data['agent']}]: {short(inner['task'], 70)}")
+            elif inner["event"] in ("tool_result", "parse_error", "compaction"):
+                self(inner.pop("event"), indent=f"{indent}  ↳ [{data['agent']}] ", **inner)
+        elif event == "plan":
             from agent.tools.plan import checklist
 
             self.plan = checklist(data["todos"]).splitlines()
@@ -325,16 +336,20 @@ class Progress:
             lines = [data["result"]]
             if data["tool"] == "todo_write" and data["ok"] and self.plan:
                 lines, self.plan = self.plan, []
-            print(f"  {data['tool']}({args}) → {short(lines[0], 70)}", file=sys.stderr)
-            for line in lines[1:]:
-                print(f"    {for_terminal(line)}", file=sys.stderr)
+            self.say(f"{indent}{data['tool']}({args}) → {short(lines[0], 70)}",
+                     *(f"    {for_terminal(line)}" for line in lines[1:]))
         elif event == "parse_error":
-            print(f"  re-ask ({data['kind']}): {short(data['message'], 70)}", file=sys.stderr)
+            self.say(f"{indent}re-ask ({data['kind']}): {short(data['message'], 70)}")
         elif event == "compaction":
-            print(f"  compacted: {plural(data['summarised'], 'older message')} summarised into a brief "
-                  f"(about {data['tokens_before']:,} → {data['tokens_after']:,} tokens)", file=sys.stderr)
+            self.say(f"{indent}compacted: {plural(data['summarised'], 'older message')} summarised into a brief "
+                     f"(about {data['tokens_before']:,} → {data['tokens_after']:,} tokens)")
         elif event == "compaction_failed":
-            print(f"  not compacted: {data['reason']}", file=sys.stderr)
+            self.say(f"{indent}not compacted: {data['reason']}")
+
+    def say(self, *lines: str) -> None:
+        with self.lock:
+            sys.stderr.write("".join(f"{line}\n" for line in lines))
+            sys.stderr.flush()
 
 
 def short(value, width: int) -> str:
