@@ -44,16 +44,56 @@ class Session:
 
 
 class Sessions:
-    """The sessions folder (made, for the user only, when the first session is saved)."""
+    """The sessions folder (made, for the user only, when the first session is used); as a context manager,
+    the sessions claimed in it are released at the end."""
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = Path(folder)
+        self.held: dict[str, int] = {}  # the sessions this process holds, and their lock files
 
     def path(self, name: str) -> Path:
         if not _NAME.fullmatch(name):
             raise SessionError(f"{name!r} is not a session name; use letters, digits, '.', '_' and '-' (up to 64, "
                                "starting with a letter or digit)")
         return self.folder / f"{name}.json"
+
+    def claim(self, name: str) -> None:
+        """Hold session ``name`` for this process, until ``release(name)`` or the process ends: two agents
+        writing one session in turn would each lose the other's turns. Refused when another holds it. (An
+        advisory lock on Unix; elsewhere, nothing is held.)"""
+        path = self.path(name)
+        try:
+            import fcntl
+        except ImportError:
+            return
+        if name in self.held:
+            return
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            handle = os.open(path.with_name(f".{name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise SessionError(f"cannot use the sessions folder {self.folder} ({error.strerror or error}); "
+                               "set AGENT_SESSIONS_DIR to a folder you can write") from error
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(handle)
+            raise SessionError(f"session {name!r} is in use by another agent; wait until it is done, or use "
+                               "another name") from None
+        self.held[name] = handle
+
+    def release(self, name: str) -> None:
+        handle = self.held.pop(name, None)
+        if handle is not None:
+            os.close(handle)
+
+    def __enter__(self) -> Sessions:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Release every session held."""
+        for name in list(self.held):
+            self.release(name)
 
     def exists(self, name: str) -> bool:
         return self.path(name).is_file()
@@ -86,12 +126,18 @@ class Sessions:
                                f"({error.strerror or error}); free some space or set AGENT_SESSIONS_DIR") from error
 
     def remove(self, name: str) -> None:
+        held = name in self.held
+        if self.exists(name):
+            self.claim(name)
         try:
             self.path(name).unlink()
         except FileNotFoundError:
             raise SessionError(f"no session named {name!r}; `agent sessions` lists them") from None
         except OSError as error:
             raise SessionError(f"cannot remove session {name!r} ({error.strerror or error})") from error
+        finally:
+            if not held:
+                self.release(name)
 
     def all(self) -> list[tuple[str, Session | SessionError]]:
         """Every session in the folder by name, the latest used first; one that cannot be read, with its error."""

@@ -2,13 +2,16 @@
 import json
 import os
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from agent.cli import main
-from agent.sessions import FORMAT, Sessions
-from tests.support import action
+from agent.sessions import FORMAT, Session, SessionError, Sessions
+from tests.support import action, child_env
 
 
 def agent(server, *args) -> int:
@@ -106,12 +109,34 @@ def test_agent_sessions_dir_comes_from_the_environment_not_from_dotenv(server, w
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, where no folder can be made")
-def test_a_session_that_cannot_be_saved_still_shows_the_answer_and_exits_4(server, workspace, capsys, monkeypatch):
+def test_a_sessions_folder_that_cannot_be_made_is_a_usage_error_before_any_request(server, workspace, capsys,
+                                                                                    monkeypatch):
     monkeypatch.setenv("AGENT_SESSIONS_DIR", "/proc/self/sessions")
-    server.reply(action(answer="hi"))
-    assert agent(server, "--quiet", "--session", "s", "x") == 4
-    out, err = capsys.readouterr()
-    assert out == "hi\n" and "cannot save session 's'" in err
+    assert agent(server, "--quiet", "--session", "s", "x") == 2
+    assert "cannot use the sessions folder /proc/self/sessions" in capsys.readouterr().err and server.requests == []
+    with pytest.raises(SessionError, match="cannot save session 's' to /proc/self/sessions/s.json"):
+        Sessions("/proc/self/sessions").write(Session("s"))  # what a run that cannot save says after its answer
+
+
+def test_a_session_in_use_by_another_agent_is_refused(server, workspace, capsys):
+    server.reply(action(answer="quick"))
+    assert agent(server, "--quiet", "--session", "busy", "w") == 0
+    server.reply(action(answer="slow"), delay=30)
+    env = child_env()
+    first = subprocess.Popen([sys.executable, "-m", "agent", "--base-url", server.url, "-m", "m", "--session", "busy",
+                              "x"], env=env, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len(server.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for argv in (["--base-url", server.url, "-m", "m", "--session", "busy", "y"], ["sessions", "rm", "busy"]):
+            done = subprocess.run([sys.executable, "-m", "agent", *argv], env=env, cwd=workspace, capture_output=True,
+                                  text=True, timeout=60)
+            assert done.returncode == 2 and "session 'busy' is in use by another agent" in done.stderr
+        assert len(server.requests) == 2 and (sessions_folder() / "busy.json").is_file()
+    finally:
+        first.kill()
+        first.wait()
 
 
 def test_the_store_lists_the_latest_used_first(tmp_path):

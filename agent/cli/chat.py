@@ -12,6 +12,7 @@ from agent.cli.options import (Parser, add_model_options, add_tool_options, chec
                                resolve, toolbox)
 from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, open_trace, report
 from agent.cli.sessions import model_label, open_session
+from agent.config import Environment
 from agent.text import plural
 
 if TYPE_CHECKING:
@@ -48,6 +49,11 @@ def chat_command(argv: list[str]) -> int:
         check_output_file(args.trace, "--trace", "trace file")
     env = environment()
     sessions, session = open_session(args.session, env, args.protocol)
+    with sessions:  # a session is held while the chat goes on
+        return chat(args, env, sessions, session)
+
+
+def chat(args, env: Environment, sessions: Sessions, session: Session) -> int:
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol])
     display = AnswerStream() if (sys.stdout.isatty() if args.stream is None else args.stream) else None
@@ -57,13 +63,13 @@ def chat_command(argv: list[str]) -> int:
     trace = open_trace(args.trace) if args.trace else None
     agent.emit = fan_out(*([trace] if trace else []), agent.emit)
     label = model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL"))
-    chat = Chat(agent, tools, sessions, session, args, model=label, display=display)
+    talk = Chat(agent, tools, sessions, session, args, model=label, display=display)
     if not args.quiet:
         resumed = f"; session {session.name}, {plural(session.turns, 'turn')} so far" if session.name else ""
         print(f"agent chat with {label} ({args.protocol} protocol){resumed}; /help for commands", file=sys.stderr)
     save_history = line_editing(data_dir(env.process) / "chat_history")
     try:
-        chat.run(read_line)
+        talk.run(read_line)
     finally:
         save_history()
         if trace:
@@ -134,10 +140,12 @@ class Chat:
                 if rest != self.session.name and self.sessions.exists(rest):
                     raise SessionError(f"a session named {rest!r} exists already; choose another name, or remove "
                                        f"it first (agent sessions rm {rest})")
+                self.sessions.claim(rest)
             except SessionError as error:
                 print(f"agent: {error}", file=sys.stderr)
                 return True
             if rest != self.session.name:
+                self.sessions.release(self.session.name)
                 self.session.name, self.session.created = rest, ""
             unsaved = keep(self.sessions, self.session)
             print(f"agent: {unsaved}" if unsaved else f"agent: saved as session {rest} "

@@ -16,7 +16,7 @@ from agent.cli.approval import approver
 from agent.cli.sessions import model_label, open_session
 from agent.cli.options import (PROTOCOLS, Parser, add_model_options, add_tool_options, check_output_file, environment,
                                resolve, toolbox)
-from agent.config import ConfigError
+from agent.config import ConfigError, Environment
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 
 if TYPE_CHECKING:  # imported when the run starts: `agent --help` stays quick
@@ -123,6 +123,12 @@ def run_command(argv: list[str]) -> int:
         check_output_file(args.trace, "--trace", "trace file")
     env = environment()
     sessions, session = open_session(args.session, env, args.protocol)
+    with sessions:  # a session is held until its turn is saved
+        return run_task(args, task, env, sessions, session)
+
+
+def run_task(args, task: str, env: Environment, sessions: Sessions, session: Session) -> int:
+    """The run `agent TASK` asks for, as the next turn of ``session`` (saved after it, if it has a name)."""
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol])
     display = AnswerStream() if args.stream else None

@@ -55,14 +55,21 @@ def sessions_command(argv: list[str]) -> int:
 
 def open_session(name: str | None, env: Environment, protocol: str) -> tuple[Sessions, Session]:
     """The sessions folder and the session ``name`` to resume (a new one when it has none, or an unnamed one,
-    which is never saved, for no name), before any model is loaded."""
+    which is never saved, for no name), held for this process, before any model is loaded."""
     from agent.sessions import Session, SessionError, Sessions
 
     sessions = Sessions(sessions_dir(env))
-    session = sessions.load(name) if name is not None else Session("")
-    if session.messages and session.protocol and session.protocol != protocol:
-        raise SessionError(f"session {name!r} is held in the {session.protocol} protocol; resume it with "
-                           f"--protocol {session.protocol}, or start another session")
+    if name is None:
+        return sessions, Session("")
+    sessions.claim(name)  # held until released (at the end of the command, or by agent chat's /save)
+    try:
+        session = sessions.load(name)
+        if session.messages and session.protocol and session.protocol != protocol:
+            raise SessionError(f"session {name!r} is held in the {session.protocol} protocol; resume it with "
+                               f"--protocol {session.protocol}, or start another session")
+    except SessionError:
+        sessions.release(name)
+        raise
     return sessions, session
 
 
