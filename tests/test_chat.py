@@ -89,6 +89,9 @@ def test_readline_recalls_an_earlier_line_with_the_up_arrow(server, workspace):
     terminal.expect("> ")
     terminal.type("\x1b[A\r")  # up arrow: the line before, again
     terminal.expect("second")
+    terminal.expect("> ")
+    terminal.type("half a li\x03")  # Ctrl-C at the prompt: the line is dropped, a fresh prompt
+    terminal.expect("> ")
     terminal.type("/exit\r")
     assert terminal.close() == 0
     assert [r["body"]["messages"][-1]["content"] for r in server.requests] == ["say something"] * 2
