@@ -8,7 +8,7 @@ from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.subagents import SubAgents
-from agent.tools import Plan, Registry, builtin_registry
+from agent.tools import Plan, builtin_registry
 from tests.support import action
 
 

@@ -20,7 +20,8 @@ COMMANDS = ("chat", "sessions", "tools", "eval", "models", "config", "keys", "co
 # options of `agent TASK` that take a value: the word after one is its value, not a command or the task
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
                  "--temperature", "--model-path", "--local-model", "--max-steps", "--max-reasks", "--max-output",
-                 "--max-history", "--system", "-s", "--tools", "--shell-timeout", "--memory", "--session", "--context-window"}
+                 "--max-history", "--system", "-s", "--tools", "--shell-timeout", "--memory", "--session",
+                 "--context-window"}
 
 
 def main(argv: list[str] | None = None) -> int:

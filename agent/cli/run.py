@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from agent.cli import EXIT_CODES
 from agent.cli.approval import approver
-from agent.cli.sessions import model_label, open_session
 from agent.cli.options import (PROTOCOLS, Parser, add_model_options, add_tool_options, check_output_file, environment,
                                resolve, toolbox)
+from agent.cli.sessions import model_label, open_session
 from agent.config import ConfigError, Environment
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 

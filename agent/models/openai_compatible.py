@@ -150,7 +150,8 @@ class OpenAIModel:
                         content.append(delta["content"])
                         on_text(scrub(delta["content"]))
                     for call in delta.get("tool_calls") or []:
-                        slot = calls.setdefault(call.get("index", len(calls)), {"id": None, "name": "", "arguments": ""})
+                        slot = calls.setdefault(call.get("index", len(calls)),
+                                                {"id": None, "name": "", "arguments": ""})
                         function = call.get("function") or {}
                         slot["id"] = slot["id"] or call.get("id")
                         slot["name"] += function.get("name") or ""
@@ -173,7 +174,8 @@ class OpenAIModel:
             chunk = json.loads(data)
         except (ValueError, RecursionError):
             text = data[:200].decode("utf-8", "replace")
-            raise self._not_a_completion(f"an event of the stream is not JSON ({_short(text, 80) or 'empty'})") from None
+            raise self._not_a_completion(
+                f"an event of the stream is not JSON ({_short(text, 80) or 'empty'})") from None
         error = chunk.get("error") if isinstance(chunk, dict) and "choices" not in chunk else None
         if error:
             message = error.get("message") if isinstance(error, dict) else None
