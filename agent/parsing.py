@@ -14,7 +14,6 @@ from jsonschema.exceptions import best_match
 from agent.text import scrub
 from agent.tools.registry import bad_arguments, unknown_tool
 
-MAX_THOUGHT = 400  # characters of the optional note a reply may begin with
 MAX_BATCH = 8
 MAX_REPLY_CHARS = 256_000  # a longer reply is refused unread
 MAX_DEPTH = 500  # nesting of a decoded value; deeper is refused before anything recurses into it
@@ -95,12 +94,11 @@ class ActionSchema:
 
 def action_schema(tools: dict[str, dict], batch: bool = True) -> ActionSchema:
     """The action schema for tools given as name -> parameters; ``batch``: a JSON array of calls is allowed too."""
-    thought = {"type": "string", "maxLength": MAX_THOUGHT}
     final = {"type": "object",
-             "properties": {"thought": thought, "type": {"const": "final"}, "answer": {"type": "string"}},
+             "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
              "required": ["type", "answer"], "additionalProperties": False}
     calls = {name: {"type": "object",
-                    "properties": {"thought": thought, "type": {"const": "tool_call"}, "tool": {"const": name},
+                    "properties": {"type": {"const": "tool_call"}, "tool": {"const": name},
                                    "arguments": copy.deepcopy(parameters)},
                     "required": ["type", "tool", "arguments"], "additionalProperties": False}
              for name, parameters in tools.items()}

@@ -64,22 +64,15 @@ class PromptProtocol:
     def __init__(self, registry, constrain: bool = False):
         self.registry = registry
         self.actions = action_schema(registry.parameters())
-        self.constrain = constrain
-        self.first_action = True  # no tool has run yet in this run: the reply begins with a thought
-
-    @property
-    def options(self) -> dict:
-        """Request options: when constrained, the schema as the response format (the thought first, before the
-        first action; later the grammar lets the model go straight to its action, which it does)."""
-        if not self.constrain:
-            return {}
-        schema = explicit_types(self.actions.schema)
-        return {"response_format": {"type": "json_schema", "json_schema": {
-            "name": "action", "schema": thought_first(schema) if self.first_action else schema}}}
+        self.options: dict = {}
+        if constrain:
+            self.options["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "action", "schema": explicit_types(self.actions.schema)},
+            }
 
     def system_prompt(self) -> str:
-        """The protocol, the offered tools' documentation, their own rules and a worked example; a run begins."""
-        self.first_action = True
+        """The protocol, the offered tools' documentation, their own rules and a worked example."""
         tools = list(self.registry)
         example = next((t for t in tools if t.example), None)
         return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
@@ -107,7 +100,6 @@ class PromptProtocol:
         return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
 
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
-        self.first_action = False
         if len(calls) == 1:
             content = prompts.render("tool_result", tool=calls[0].tool, result=outputs[0])
         else:
@@ -137,8 +129,7 @@ def _hints(tools) -> str:
 
 def _worked_example(tool) -> str:
     example = tool.example
-    thought = {"thought": example["thought"]} if "thought" in example else {}
-    call = {**thought, "type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
+    call = {"type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
     final = {"type": "final", "answer": example["answer"]}
     return prompts.render("example_call", task=example["task"], call=json.dumps(call, ensure_ascii=False),
                           tool=tool.name, result=example["result"], final=json.dumps(final, ensure_ascii=False))
@@ -164,14 +155,6 @@ def explicit_types(schema):
     if not (_SHAPED_BY & schema.keys()):
         out["type"] = ANY_JSON
     return out
-
-
-def thought_first(schema: dict) -> dict:
-    """The action schema with the thought required in single actions, so a grammar makes the model
-    write it before it chooses between a call and an answer."""
-    branches = [dict(b, required=["thought", *b["required"]]) if b.get("type") == "object" else b
-                for b in schema["anyOf"]]
-    return {**schema, "anyOf": branches}
 
 
 _WRAPPER = re.compile(r"^\s*(?:```(?:json)?|<tool_call>)\s*(.*?)\s*(?:```|</tool_call>)?\s*$", re.S)

@@ -304,7 +304,7 @@ def test_an_array_is_rejected_when_batches_are_off():
     ('{"type": "final", "answer": 42}', "schema", "$.answer: 42 is not of type 'string'"),
     ('{"type": "final"}', "schema", "$: 'answer' is a required property"),
     ('{"type": "final", "answer": "4", "tool": "calculator"}', "schema",
-     "$: additional property 'tool' is not allowed (allowed: thought, type, answer)"),
+     "$: additional property 'tool' is not allowed (allowed: type, answer)"),
     ('{"type": "tool_call", "tool": "websearch", "arguments": {"q": "x"}}', "unknown_tool",
      "unknown tool 'websearch'; available tools: calculator, read_file, current_time"),
     ('{"type": "tool_call", "arguments": {}}', "schema",
@@ -319,7 +319,7 @@ def test_an_array_is_rejected_when_batches_are_off():
      "arguments for calculator: $.arguments: \"2+2\" is not of type 'object'"),
     ('{"type": "tool_call", "tool": "calculator"}', "schema", "$: 'arguments' is a required property"),
     ('{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "1"}, "why": "x"}', "schema",
-     "$: additional property 'why' is not allowed (allowed: thought, type, tool, arguments)"),
+     "$: additional property 'why' is not allowed (allowed: type, tool, arguments)"),
 ])
 def test_validation_errors_are_classified_with_the_json_path(text, kind, message):
     error = error_of(text)

@@ -28,8 +28,7 @@ def test_the_prompt_names_only_the_offered_tools_and_their_own_rules():
 def test_the_builtin_tools_bring_their_rules_and_the_calculator_its_example():
     prompt = PromptProtocol(builtin_registry(".")).system_prompt()
     assert "Use calculator for any arithmetic" in prompt and "Use list_dir when you do not know" in prompt
-    assert ('You: {"thought": "task: 12% of 350; closest tool: calculator, which does arithmetic; fits: yes", '
-            '"type": "tool_call", "tool": "calculator", "arguments": {"expression": "350 * 12 / 100"}}') in prompt
+    assert 'You: {"type": "tool_call", "tool": "calculator", "arguments": {"expression": "350 * 12 / 100"}}' in prompt
 
 
 def test_no_example_names_a_tool_that_is_not_offered():
@@ -42,7 +41,7 @@ def test_constrained_replies_may_be_a_batch_and_a_typeless_parameter_takes_any_v
     schema = protocol.options["response_format"]["json_schema"]["schema"]
     validator = Draft202012Validator(schema)
     call = {"type": "tool_call", "tool": "convert", "arguments": {"value": 5, "unit": "km", "extra": [1, {"a": None}]}}
-    assert validator.is_valid([call, call]) and validator.is_valid({"thought": "convert it", **call})
+    assert validator.is_valid([call, call]) and validator.is_valid(call)
     assert not validator.is_valid([call] * 9)
     extra = schema["anyOf"][1]["properties"]["arguments"]["properties"]["extra"]
     assert extra["type"] == ["string", "number", "boolean", "object", "array", "null"]
@@ -88,30 +87,6 @@ def test_native_text_calling_an_offered_tool_runs_it():
     sent = model.calls[1]["messages"]
     assert sent[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "5000"}
     assert json.loads(sent[-2]["tool_calls"][0]["function"]["arguments"]) == {"value": 5, "unit": "km"}
-
-
-def test_a_reply_may_begin_with_a_thought_which_the_grammar_requires_first():
-    protocol = PromptProtocol(Registry([convert]), constrain=True)
-    reply = '{"thought": "convert does lengths", "type": "tool_call", "tool": "convert", "arguments": {"value": 5, "unit": "km"}}'
-    turn = protocol.parse(Reply(content=reply))
-    assert [(c.tool, c.arguments) for c in turn.calls] == [("convert", {"value": 5, "unit": "km"})]
-    assert protocol.parse(Reply(content='{"type": "final", "answer": "5000 m"}')).answer == "5000 m"  # optional
-    grammar = Draft202012Validator(protocol.options["response_format"]["json_schema"]["schema"])
-    assert not grammar.is_valid({"type": "final", "answer": "5000 m"})
-    objects = [b for b in protocol.options["response_format"]["json_schema"]["schema"]["anyOf"] if b["type"] == "object"]
-    assert all(b["required"][0] == "thought" and next(iter(b["properties"])) == "thought" for b in objects)
-    protocol.results([turn.calls[0]], ["5000"])  # after a tool result, the grammar lets the model act at once
-    assert Draft202012Validator(protocol.options["response_format"]["json_schema"]["schema"]).is_valid(
-        {"type": "final", "answer": "5000 m"})
-    protocol.system_prompt()  # a new run begins with a thought again
-    assert not Draft202012Validator(protocol.options["response_format"]["json_schema"]["schema"]).is_valid(
-        {"type": "final", "answer": "5000 m"})
-
-
-def test_a_thought_longer_than_its_cap_is_reasked():
-    protocol = PromptProtocol(Registry([convert]))
-    turn = protocol.parse(Reply(content=json.dumps({"thought": "x" * 401, "type": "final", "answer": "a"})))
-    assert turn.kind == "schema" and "thought" in turn.problem
 
 
 def test_native_prompt_carries_the_shared_rules_and_only_the_offered_tools_hints():

@@ -41,10 +41,10 @@ ACTIONS = action_schema({"calculator": {"type": "object", "properties": {"expres
 
 
 @settings(max_examples=200, deadline=None)
-@given(answer=st.text(), thought=st.none() | st.text(max_size=20), ascii=st.booleans(),
+@given(answer=st.text(), answer_first=st.booleans(), ascii=st.booleans(),
        cuts=st.lists(st.integers(min_value=1, max_value=7), min_size=1))
-def test_the_prompt_reader_shows_exactly_what_the_parser_reads(answer, thought, ascii, cuts):
-    value = {**({"thought": thought} if thought is not None else {}), "type": "final", "answer": answer}
+def test_the_prompt_reader_shows_exactly_what_the_parser_reads(answer, answer_first, ascii, cuts):
+    value = {"answer": answer, "type": "final"} if answer_first else {"type": "final", "answer": answer}
     text = json.dumps(value, ensure_ascii=ascii)
     reader, shown, at, index = FinalAnswerReader(), "", 0, 0
     while at < len(text):

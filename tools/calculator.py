@@ -292,7 +292,6 @@ def _format(value: Number) -> str:
     "supports + - * / // % ** and math functions like sqrt, sin, log, pi.",
     hint="Use calculator for any arithmetic; never work a result out yourself.",
     example={"task": "What is 12% of 350?", "arguments": {"expression": "350 * 12 / 100"}, "result": "42.0",
-             "thought": "task: 12% of 350; closest tool: calculator, which does arithmetic; fits: yes",
              "answer": "12% of 350 is 42."},
 )
 def calculator(expression: str) -> str:

@@ -27,7 +27,7 @@ class Tool:
     parameters: dict
     function: Callable[..., Any]
     hint: str = ""  # a one-line rule for the prompt, shown only when the tool is offered
-    example: dict | None = None  # {"task", "arguments", "result", "answer", optional "thought"}: a worked example for the prompt
+    example: dict | None = None  # {"task", "arguments", "result", "answer"}: a worked example for the prompt
     asks: str = ""  # when it asks the user before acting ("before replacing a file"); empty: never
     writes: bool = False  # it can change something outside the run (a file, the system): --read-only leaves it out
     keep_latest: bool = False  # its latest result stays whole when the history is compacted (the plan)
