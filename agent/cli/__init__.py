@@ -8,6 +8,7 @@ start-up is handled like later.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -16,7 +17,12 @@ from agent.config import ConfigError
 EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "error": 4,
               "interrupted": 130}
 USAGE_ERROR = 2
-COMMANDS = ("chat", "sessions", "tools", "eval", "models", "config", "keys", "completion", "help")
+# each command's module and function, imported when the command runs
+HANDLERS = {"chat": ("agent.cli.chat", "chat_command"), "sessions": ("agent.cli.sessions", "sessions_command"),
+            "tools": ("agent.cli.tools", "tools_command"), "eval": ("agent.cli.eval", "eval_command"),
+            "models": ("agent.cli.models", "models_command"), "config": ("agent.cli.config", "config_command"),
+            "keys": ("agent.cli.config", "keys_command"), "completion": ("agent.cli.completion", "completion_command")}
+COMMANDS = (*HANDLERS, "help")
 # options of `agent TASK` that take a value: the word after one is its value, not a command or the task
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
                  "--temperature", "--model-path", "--local-model", "--max-steps", "--max-reasks", "--max-output",
@@ -61,26 +67,8 @@ def split_command(argv: list[str]) -> tuple[str | None, list[str]]:
 
 
 def dispatch(command: str | None, argv: list[str]) -> int:
-    if command == "tools":
-        from agent.cli.tools import tools_command
-        return tools_command(argv)
-    if command == "eval":
-        from agent.cli.eval import eval_command
-        return eval_command(argv)
-    if command == "chat":
-        from agent.cli.chat import chat_command
-        return chat_command(argv)
-    if command == "sessions":
-        from agent.cli.sessions import sessions_command
-        return sessions_command(argv)
-    if command == "models":
-        from agent.cli.models import models_command
-        return models_command(argv)
-    if command == "completion":
-        from agent.cli.completion import completion_command
-        return completion_command(argv)
-    if command in ("config", "keys"):
-        from agent.cli.config import config_command, keys_command
-        return (config_command if command == "config" else keys_command)(argv)
+    if command in HANDLERS:
+        module, function = HANDLERS[command]
+        return getattr(importlib.import_module(module), function)(argv)
     from agent.cli.run import run_command
     return run_command(["--help"] if command == "help" else argv)

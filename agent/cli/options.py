@@ -182,23 +182,23 @@ def environment() -> Environment:
 
 def config_file(env) -> Path:
     """The user's configuration file, in the platform's folder for them (XDG_CONFIG_HOME on Linux)."""
-    if sys.platform == "win32":
-        base = Path(env.get("APPDATA") or Path.home() / "AppData" / "Roaming")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "prompt-protocol-agent" / "config.env"
+    return _user_folder(env, ("APPDATA", "Roaming"), ("XDG_CONFIG_HOME", ".config")) / "config.env"
 
 
 def data_dir(env) -> Path:
     """The user's folder for what the agent keeps (sessions, the chat's line history): XDG_DATA_HOME on Linux."""
+    return _user_folder(env, ("LOCALAPPDATA", "Local"), ("XDG_DATA_HOME", ".local/share"))
+
+
+def _user_folder(env, windows: tuple[str, str], unix: tuple[str, str]) -> Path:
+    """This project's folder in one of the user's platform folders: (variable, default under AppData) on
+    Windows, Application Support on macOS, (variable, default under ~) elsewhere."""
     if sys.platform == "win32":
-        base = Path(env.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        base = Path(env.get(windows[0]) or Path.home() / "AppData" / windows[1])
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Application Support"
     else:
-        base = Path(env.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+        base = Path(env.get(unix[0]) or Path.home() / unix[1])
     return base / "prompt-protocol-agent"
 
 
