@@ -81,23 +81,25 @@ def test_an_empty_output_and_a_command_that_dies_say_so(ws):
         "(no output; killed by SIGKILL)"
 
 
-@pytest.mark.parametrize("command, token", [
-    ("ls | wc -l", "'|' is shell syntax (a pipe)"),
-    ("ls > out.txt", "'>' is shell syntax (a redirection)"),
-    ("cat < notes.txt", "'<' is shell syntax (a redirection)"),
-    ("ls; rm a.py", "';' is shell syntax (a list of commands)"),
-    ("ls && rm a.py", "'&&' is shell syntax (a list of commands)"),
-    ("ls || true", "'||' is shell syntax (a list of commands)"),
-    ("sleep 5 &", "'&' is shell syntax (a background job)"),
-    ("echo `id`", "'`' is shell syntax (a command substitution)"),
-    ("echo \"$(id)\"", "'$(' is shell syntax (a command substitution)"),
-    ("ls\nrm a.py", "'\\n' is shell syntax (a list of commands)"),
-    ("(ls)", "'(' is shell syntax (a subshell)"),
+@pytest.mark.parametrize("command, token, first", [
+    ("ls | wc -l", "'|' is shell syntax (a pipe)", "ls"),
+    ("ls > out.txt", "'>' is shell syntax (a redirection)", "ls"),
+    ("cat < notes.txt", "'<' is shell syntax (a redirection)", "cat"),
+    ("ls; rm a.py", "';' is shell syntax (a list of commands)", "ls"),
+    ("ls && rm a.py", "'&&' is shell syntax (a list of commands)", "ls"),
+    ("grep -l x *.py || true", "'||' is shell syntax (a list of commands)", "grep -l x *.py"),
+    ("sleep 5 &", "'&' is shell syntax (a background job)", "sleep 5"),
+    ("echo `id`", "'`' is shell syntax (a command substitution)", ""),
+    ("echo \"$(id)\"", "'$(' is shell syntax (a command substitution)", ""),
+    ("ls\nrm a.py", "'\\n' is shell syntax (a list of commands)", "ls"),
+    ("(ls)", "'(' is shell syntax (a subshell)", ""),
+    ("x" * 300 + " | wc", "'|' is shell syntax (a pipe)", ""),
 ])
-def test_shell_syntax_is_refused_with_a_suggestion(ws, command, token):
+def test_shell_syntax_is_refused_with_a_suggestion(ws, command, token, first):
     approve = Approver(True)
     text = shell(ws, approve)(command)
-    assert text.startswith(f"error: {token}") and "send one command at a time" in text
+    advice = f"run `{first}` alone first" if first else "send one command at a time"
+    assert text.startswith(f"error: {token}") and advice in text, text
     assert approve.asked == [] and sorted(p.name for p in ws.iterdir()) == ["a.py", "b.py", "notes.txt"]
 
 

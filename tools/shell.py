@@ -192,7 +192,8 @@ def _mark(command: str) -> str:
             quote = char
         elif char in _OPERATORS:
             doubled = char in "&|" and command[index + 1:index + 2] == char
-            raise _shell_syntax(char * 2 if doubled else char, "a list of commands" if doubled else _OPERATORS[char])
+            raise _shell_syntax(char * 2 if doubled else char, "a list of commands" if doubled else _OPERATORS[char],
+                                command[:index])
         elif char in _WILDCARDS:
             char = _WILDCARDS[char]
         elif char == "~" and command[index - 1:index] in ("", " ", "\t") and command[index + 1:index + 2] in _AFTER_HOME:
@@ -210,9 +211,12 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _shell_syntax(token: str, what: str) -> ToolError:
-    return ToolError(f"{token!r} is shell syntax ({what}), and run_shell runs one command without a shell; "
-                     "send one command at a time and combine the results yourself")
+def _shell_syntax(token: str, what: str, before: str = "") -> ToolError:
+    """The refusal of shell syntax; when a command precedes the operator, it says to run that one alone first."""
+    first = before.strip()
+    step = (f"run `{first}` alone first, then send the next command using what it printed" if first and
+            len(first) <= 200 else "send one command at a time and combine the results yourself")
+    return ToolError(f"{token!r} is shell syntax ({what}), and run_shell runs one command without a shell; {step}")
 
 
 def _matches(option: str, unsafe: str, whole_words: bool) -> bool:
