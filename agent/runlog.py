@@ -64,8 +64,8 @@ class RunLog:
             except Exception as error:  # whatever it is, the run must not end for it
                 self.failed = True
                 self.close()
-                self.warn(f"the run log {self.path} cannot be written ({reason(error)}); this run goes on, "
-                          f"unlogged ({fix(error, self.path)})")
+                self.warn(f"the run log {self.path} cannot be written ({reason(error)}); the run goes on, "
+                          f"unlogged; {fix(error, self.path)}")
 
     def close(self) -> None:
         if self.db is not None:
@@ -144,7 +144,10 @@ def connect(path: Path, busy_timeout: float = BUSY_TIMEOUT, *, create: bool = Fa
         db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:
             if not tables(db):
+                db.execute("PRAGMA journal_mode = WAL")  # kept by the file: readers never wait for a writer
                 db.executescript(SCHEMA)
+            db.execute("PRAGMA synchronous = NORMAL")  # a commit is not a disk sync: a crash of the machine may
+            # lose the latest runs, never the database
         except BaseException:
             db.close()
             raise

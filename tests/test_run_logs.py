@@ -167,7 +167,7 @@ def test_a_log_locked_beyond_the_busy_timeout_costs_one_warning_and_not_the_answ
     result = agent.run("6*7?")
     holder.execute("COMMIT")
     assert (result.status, result.answer) == ("final", "42") and time.monotonic() - started < 5
-    assert len(warnings) == 1 and "database is locked" in warnings[0] and "this run goes on, unlogged" in warnings[0]
+    assert len(warnings) == 1 and "database is locked" in warnings[0] and "the run goes on, unlogged" in warnings[0]
 
 
 def test_a_corrupt_log_costs_a_run_one_warning_and_agent_logs_says_how_to_fix_it(server, workspace, capsys):
