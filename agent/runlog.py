@@ -143,8 +143,10 @@ def connect(path: Path, busy_timeout: float = BUSY_TIMEOUT, *, create: bool = Fa
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))  # an empty file is an empty database
         db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:
-            if not tables(db):
+            found = tables(db)
+            if not found:  # a new database
                 db.execute("PRAGMA journal_mode = WAL")  # kept by the file: readers never wait for a writer
+            if not {"runs", "events"} <= found:
                 db.executescript(SCHEMA)
             db.execute("PRAGMA synchronous = NORMAL")  # a commit is not a disk sync: a crash of the machine may
             # lose the latest runs, never the database

@@ -269,8 +269,9 @@ def test_agent_logs_refuses_odd_words_in_one_line(capsys, args):
 def test_agent_logs_show_of_a_run_not_kept_is_a_usage_error(server, workspace, capsys):
     server.reply(action(answer="4"))
     run(server, capsys, "2+2?")
-    code, out, err = logs(capsys, "show", "7")
-    assert (code, out) == (2, "") and one_line(err).startswith("agent: no run 7 in the run log")
+    for number in ("7", "9" * 40):
+        code, out, err = logs(capsys, "show", number)
+        assert (code, out) == (2, "") and one_line(err).startswith(f"agent: no run {number} in the run log")
 
 
 # --- the trace: run_start, ISO times, no overwriting without --force ------------------------------------------

@@ -11,6 +11,7 @@ from agent.text import for_terminal, plural, scrub
 
 LIST_LIMIT = 20
 TASK_WIDTH = 60
+MAX_ID = 2**63 - 1
 
 
 def logs_parser() -> Parser:
@@ -37,6 +38,8 @@ def logs_command(argv: list[str]) -> int:
             parser.error(f"unknown words {' '.join(args.words)!r}; use `agent logs` or `agent logs show ID` "
                          "(ID a number from the list)")
         run_id = int(args.words[1])
+        if run_id > MAX_ID:  # more than SQLite can hold: no such run
+            raise ConfigError(f"no run {run_id} in the run log; `agent logs` lists the runs it keeps")
     path = logs_dir(environment()) / LOG_FILE
     try:
         found = one(path, run_id) if run_id is not None else recent(path, args.limit)
