@@ -62,10 +62,16 @@ class RunLog:
             try:
                 self._record(event, timestamp(), data)
             except Exception as error:  # whatever it is, the run must not end for it
-                self.failed = True
-                self.close()
-                self.warn(f"the run log {self.path} cannot be written ({reason(error)}); the run goes on, "
-                          f"unlogged; {fix(error, self.path)}")
+                self.fail(f"cannot be written ({reason(error)}); the run goes on, unlogged; {fix(error, self.path)}")
+            except KeyboardInterrupt:
+                if event != "run_end":
+                    raise  # the run ends as interrupted, and is logged so
+                self.fail("was not written: interrupted while it waited (the run had ended; its answer stands)")
+
+    def fail(self, why: str) -> None:
+        self.failed = True
+        self.close()
+        self.warn(f"the run log {self.path} {why}")
 
     def close(self) -> None:
         if self.db is not None:
