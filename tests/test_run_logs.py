@@ -2,6 +2,7 @@
 processes all kept; a log that cannot be written never costs the answer; what the trace's run_start says."""
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -314,3 +315,17 @@ def test_chat_and_eval_keep_existing_files_unless_force(server, workspace, capsy
     assert main(["eval", "--out", "t.jsonl", "--base-url", server.url, "-m", "m"]) == 2
     assert "pass --force" in one_line(capsys.readouterr().err)
     assert (workspace / "t.jsonl").read_text() == "precious\n" and server.requests == []
+
+
+def test_a_native_run_and_a_helper_show_in_the_transcript(server, workspace, capsys):
+    server.reply(tool_calls=[{"id": "c1", "name": "spawn_agent", "arguments": {"task": "compute 6*7"}}])
+    server.reply(tool_calls=[{"id": "c2", "name": "calculator", "arguments": {"expression": "6*7"}}])
+    server.reply("It is 42.")  # the helper's answer
+    server.reply("The helper says 42.")
+    code, out, err = run(server, capsys, "--protocol", "native", "--tools", "spawn_agent,calculator", "6*7?")
+    assert (code, out) == (0, "The helper says 42.\n")
+    shown = logs(capsys, "show", "1")[1]
+    assert '"name": "spawn_agent"' in shown and "(native protocol, temperature not set, not constrained)" in shown
+    assert '[helper 1] calculator(expression="6*7") → ok\n      42\n' in shown
+    assert re.search(r"\d  (\[helper 1\] )?calls ", shown) is None  # a call shows with its result
+    assert 'spawn_agent(task="compute 6*7") → ok\n      It is 42.\n' in shown

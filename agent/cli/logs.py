@@ -96,9 +96,9 @@ def show_run(run: dict) -> list[str]:
                      f"{plural(run['reasks'], 're-ask')} · {run['prompt_tokens']} prompt + "
                      f"{run['completion_tokens']} completion tokens")
     lines += ["", "transcript:"]
-    results = Counter(key(e) for e in run["events"] if e["event"] == "tool_result")
+    results = Counter(key(e) for e in run["events"] if innermost(e)["event"] == "tool_result")
     for event in run["events"]:
-        if event["event"] == "tool_call" and results[key(event)]:  # its result says it all
+        if innermost(event)["event"] == "tool_call" and results[key(event)]:  # its result says it all
             results[key(event)] -= 1
             continue
         head, body = describe(event)
@@ -107,8 +107,20 @@ def show_run(run: dict) -> list[str]:
     return lines
 
 
+def innermost(event: dict) -> dict:
+    """The event itself, or the helper's event a `subagent` event carries (a helper's helper's, ...)."""
+    while event.get("event") == "subagent" and isinstance(event.get("inner"), dict):
+        event = event["inner"]
+    return event
+
+
 def key(event: dict) -> str:
-    return json.dumps([event.get("tool"), event.get("arguments")], sort_keys=True, default=str)
+    """Which call of which agent a tool_call or tool_result event is about."""
+    helpers = []
+    while event.get("event") == "subagent" and isinstance(event.get("inner"), dict):
+        helpers.append(event.get("agent"))
+        event = event["inner"]
+    return json.dumps([helpers, event.get("tool"), event.get("arguments")], sort_keys=True, default=str)
 
 
 def describe(event: dict, prefix: str = "") -> tuple[str, str]:
