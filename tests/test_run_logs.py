@@ -103,6 +103,13 @@ def test_agent_logs_dir_chooses_the_folder_and_dotenv_cannot(server, workspace, 
     assert not (tmp_path / "from-dotenv").exists() and not default_log().exists()
     assert json.loads(logs(capsys, "--json")[1])[0]["task"] == "2+2?"
     assert (tmp_path / "chosen" / "runs.db").stat().st_mode & 0o077 == 0  # the user's own
+    monkeypatch.delenv("AGENT_LOGS_DIR")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "prompt-protocol-agent" / "config.env"
+    config.parent.mkdir(parents=True)
+    config.write_text(f"AGENT_LOGS_DIR={tmp_path / 'configured'}\n")
+    server.reply(action(answer="5"))
+    assert run(server, capsys, "2+3?")[0] == 0
+    assert [r["task"] for r in recent(tmp_path / "configured" / "runs.db", 5)] == ["2+3?"]
 
 
 def test_runs_of_agents_at_once_are_all_logged(server, workspace):

@@ -7,6 +7,7 @@ from collections import Counter
 
 from agent.cli.options import Parser, environment, logs_dir, positive_int
 from agent.config import ConfigError
+from agent.runlog import KEEP_RUNS, LOG_FILE, LogError, one, recent
 from agent.text import for_terminal, plural, scrub
 
 LIST_LIMIT = 20
@@ -19,7 +20,7 @@ def logs_parser() -> Parser:
                                                    "(show ID) with its transcript.",
                     epilog="Every `agent TASK` run and every `agent chat` turn is logged, unless --no-log, in "
                            "AGENT_LOGS_DIR (default: the logs folder under your data folder); the newest "
-                           "1000 runs are kept.")
+                           f"{KEEP_RUNS} runs are kept.")
     parser.add_argument("words", nargs="*", metavar="show ID", help="show the run ID with its events")
     parser.add_argument("-n", "--limit", type=positive_int, default=LIST_LIMIT, metavar="N",
                         help=f"list the newest N runs, default {LIST_LIMIT}")
@@ -28,8 +29,6 @@ def logs_parser() -> Parser:
 
 
 def logs_command(argv: list[str]) -> int:
-    from agent.runlog import LOG_FILE, LogError, one, recent
-
     parser = logs_parser()
     args = parser.parse_args(argv)
     run_id = None
