@@ -336,3 +336,13 @@ def test_a_native_run_and_a_helper_show_in_the_transcript(server, workspace, cap
     assert '[helper 1] calculator(expression="6*7") → ok\n      42\n' in shown
     assert re.search(r"\d  (\[helper 1\] )?calls ", shown) is None  # a call shows with its result
     assert 'spawn_agent(task="compute 6*7") → ok\n      It is 42.\n' in shown
+
+
+def test_a_lone_surrogate_and_escape_sequences_are_logged_safely(server, workspace, capsys):
+    server.reply(action(answer="half \ud800 and \x1b[2J clear"))
+    code, out, err = run(server, capsys, "--quiet", "task \x1b[31m red")
+    assert code == 0 and "warning" not in err
+    [logged] = recent(default_log(), 5)
+    assert logged["answer"] == "half \ufffd and \x1b[2J clear" and logged["task"] == "task \x1b[31m red"
+    listed = logs(capsys)[1]
+    assert "task \x1b[31m red" in listed  # a pipe gets the text unchanged, as `agent` prints an answer
