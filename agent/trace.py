@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import json
-import time
+from datetime import datetime, timezone
 from typing import Callable
 
 from agent.text import scrub
+
+
+def timestamp() -> str:
+    """Now, in ISO 8601 (UTC, to the millisecond): how the trace and the run log write times."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 class TraceError(Exception):
@@ -21,7 +26,7 @@ class Trace:
     def __call__(self, event: str, **data) -> None:
         if self.failed:
             return
-        record = {"event": event, "time": round(time.time(), 3), **data}
+        record = {"event": event, "time": timestamp(), **data}
         try:
             self.file.write(json.dumps(scrub(record), ensure_ascii=False, default=str) + "\n")
             self.file.flush()
@@ -49,5 +54,15 @@ def fan_out(*listeners: Callable[..., None]) -> Callable[..., None]:
     def emit(event: str, **data) -> None:
         for listener in listeners:
             listener(event, **data)
+
+    return emit
+
+
+def describing(listener: Callable[..., None], info: Callable[[], dict]) -> Callable[..., None]:
+    """``listener``, with what ``info()`` says of the run (the model, its endpoint, ...) added to each
+    ``run_start`` event: what the loop does not know, told by whoever built the model."""
+
+    def emit(event: str, **data) -> None:
+        listener(event, **({**data, **info()} if event == "run_start" else data))
 
     return emit

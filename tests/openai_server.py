@@ -55,12 +55,12 @@ class ScriptedServer:
         self._steps.append({"status": 200, "message": message, "finish_reason": reason,
                             "usage": usage, "headers": {}, "delay": delay, "pause": pause})
 
-    def answer_when(self, predicate, content: str) -> None:
-        """Answer every request whose JSON body ``predicate`` picks with ``content``, before the queue is
-        looked at (and without using it up)."""
+    def answer_when(self, predicate, content: str, delay: float = 0.0, gate: threading.Event | None = None) -> None:
+        """Answer every request whose JSON body ``predicate`` picks with ``content`` (after ``delay`` seconds, and
+        once ``gate`` is set, if given), before the queue is looked at (and without using it up)."""
         self._rules.append((predicate, {"status": 200, "message": {"role": "assistant", "content": content},
-                                        "finish_reason": "stop", "usage": True, "headers": {}, "delay": 0.0,
-                                        "pause": 0.0}))
+                                        "finish_reason": "stop", "usage": True, "headers": {}, "delay": delay,
+                                        "pause": 0.0, "gate": gate}))
 
     def replies(self, *contents) -> None:
         for content in contents:
@@ -170,6 +170,8 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, _error_body(404, f"no route for POST {self.path}"))
                 return
             step = server._next(request)
+            if step.get("gate"):
+                step["gate"].wait(60)
             if step["delay"] and server._stopping.wait(step["delay"]):
                 return
             if "message" in step and isinstance(body, dict) and body.get("stream"):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from agent.cli.approval import approver
 from agent.cli.options import (Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment,
                                resolve, toolbox)
-from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, open_trace, report
+from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, record, report
 from agent.cli.sessions import model_label, open_session
 from agent.config import Environment
 from agent.text import plural
@@ -46,7 +46,7 @@ def chat_parser() -> Parser:
 def chat_command(argv: list[str]) -> int:
     args = chat_parser().parse_args(argv)
     if args.trace is not None:
-        check_output_file(args.trace, "--trace", "trace file")
+        check_output_file(args.trace, "--trace", "trace file", force=args.force)
     env = environment()
     sessions, session = open_session(args.session, env, args.protocol)
     with sessions:  # a session is held while the chat goes on
@@ -58,12 +58,9 @@ def chat(args, env: Environment, sessions: Sessions, session: Session) -> int:
     setup = resolve(args, env, [args.protocol])
     display = AnswerStream() if (sys.stdout.isatty() if args.stream is None else args.stream) else None
     agent = build_agent(args, setup, tools, progress=not args.quiet, display=display)
-    from agent.trace import fan_out
-
-    trace = open_trace(args.trace) if args.trace else None
-    agent.emit = fan_out(*([trace] if trace else []), agent.emit)
     label = model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL"))
     talk = Chat(agent, tools, sessions, session, args, model=label, display=display)
+    close_records = record(agent, args, env, setup, lambda: talk.session.name)  # each turn is a run of its own
     if not args.quiet:
         resumed = f"; session {session.name}, {plural(session.turns, 'turn')} so far" if session.name else ""
         print(f"agent chat with {label} ({args.protocol} protocol){resumed}; /help for commands", file=sys.stderr)
@@ -72,8 +69,7 @@ def chat(args, env: Environment, sessions: Sessions, session: Session) -> int:
         talk.run(read_line)
     finally:
         save_history()
-        if trace:
-            trace.close()
+        close_records()
     return 0
 
 

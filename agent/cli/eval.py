@@ -39,7 +39,9 @@ def eval_parser() -> argparse.ArgumentParser:
                              "(it runs one call at a time, and reuses the prompt it has just read)")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N tasks")
     parser.add_argument("--tasks", metavar="ID,ID", help="only these tasks")
-    parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON")
+    parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON (an existing file "
+                                                      "only with --force)")
+    parser.add_argument("--force", action="store_true", help="let --out overwrite a file that exists")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--list", action="store_true", help="list the suite's tasks (id, category, task) and stop")
@@ -70,7 +72,7 @@ def eval_command(argv: list[str]) -> int:
     args = eval_parser().parse_args(argv)
     env = environment()
     if args.out is not None:
-        check_output_file(args.out, "--out", "results file")
+        check_output_file(args.out, "--out", "results file", force=args.force)
     tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
     if args.list:
         for task in tasks:

@@ -209,6 +209,13 @@ def sessions_dir(env: Environment) -> Path:
     return Path(chosen).expanduser() if chosen else data_dir(env.process) / "sessions"
 
 
+def logs_dir(env: Environment) -> Path:
+    """AGENT_LOGS_DIR from the environment or the user's configuration file, never from ./.env (as for
+    sessions); else the data folder's logs/."""
+    chosen = env.process.get("AGENT_LOGS_DIR") or env.user.get("AGENT_LOGS_DIR")
+    return Path(chosen).expanduser() if chosen else data_dir(env.process) / "logs"
+
+
 def read_settings(path: Path) -> dict:
     """The settings of a dotenv-format file; none when it does not exist."""
     from dotenv import dotenv_values
@@ -299,13 +306,17 @@ def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> 
     return Toolbox(Registry(on), off, plan, memory, subagents)
 
 
-def check_output_file(path: str, flag: str, what: str) -> None:
-    """Before anything is loaded or run: an output flag (--trace, eval --out) names a file in a folder that exists."""
+def check_output_file(path: str, flag: str, what: str, force: bool | None = None) -> None:
+    """Before anything is loaded or run: an output flag (--trace, eval --out) names a file in a folder that
+    exists; with ``force`` False, not a file that exists already (a device such as /dev/null is fine)."""
     target = Path(path)
     if not path.strip():
         raise ConfigError(f"{flag} is empty, which is not a file name; pass {flag} FILE")
     if target.is_dir() or path.endswith(("/", "\\")):
         raise ConfigError(f"{flag} {path!r} is not a file name: it is a folder; pass {flag} FILE")
+    if force is False and target.is_file():
+        raise ConfigError(f"{flag} {path!r}: the file exists already; pass --force to overwrite it, or choose "
+                          "another name")
     if not target.resolve().parent.is_dir():
         raise ConfigError(f"cannot write the {what} {path!r}: the folder {str(target.parent)!r} does not exist; "
                           f"pass {flag} FILE in a folder that exists")

@@ -9,14 +9,14 @@ import sys
 from contextlib import contextmanager
 from dataclasses import asdict
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from agent.cli import EXIT_CODES
 from agent.cli.approval import approver
 from agent.cli.options import (PROTOCOLS, Parser, add_model_options, add_tool_options, check_output_file, environment,
-                               resolve, toolbox)
+                               logs_dir, resolve, toolbox)
 from agent.cli.sessions import model_label, open_session
-from agent.config import ConfigError, Environment
+from agent.config import DEFAULT_BASE_URL, ConfigError, Environment
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 
 if TYPE_CHECKING:  # imported when the run starts: `agent --help` stays quick
@@ -40,6 +40,7 @@ def run_parser() -> Parser:
                "  agent tools [--json]    the tools and their parameters\n"
                "  agent eval [SUITE]      compare the protocols on a task suite (agent eval --help)\n"
                "  agent models            the models the endpoint serves\n"
+               "  agent logs [show ID]    the runs logged so far, or one with its events (agent logs --help)\n"
                "  agent help              this help\n\n"
                "A task that is exactly a command's name goes after --: agent -- tools\n"
                "With no TASK, the task is read from piped input; with both, the input is added to the task:\n"
@@ -63,7 +64,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="prompt: JSON actions in the text (default); native: the API's tool calls")
     parser.add_argument("--workspace", type=folder, default=".", metavar="DIR",
                         help="folder the file tools and run_shell work in, default .")
-    parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines")
+    parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines (an existing "
+                                                        "file only with --force)")
+    parser.add_argument("--force", action="store_true", help="let --trace overwrite a file that exists")
+    parser.add_argument("--no-log", action="store_true",
+                        help="keep this run out of the run log (`agent logs`; AGENT_LOGS_DIR, default: the logs "
+                             "folder under your data folder)")
     parser.add_argument("--stream", action=argparse.BooleanOptionalAction,
                         help="print the answer as the model writes it (default: off for `agent`, on for `agent chat` "
                              "on a terminal)")
@@ -120,7 +126,7 @@ def run_command(argv: list[str]) -> int:
         raise ConfigError("--stream prints the answer as it comes and --json prints it whole at the end; drop one")
     task = read_task(args.task, sys.stdin)
     if args.trace is not None:
-        check_output_file(args.trace, "--trace", "trace file")
+        check_output_file(args.trace, "--trace", "trace file", force=args.force)
     env = environment()
     sessions, session = open_session(args.session, env, args.protocol)
     with sessions:  # a session is held until its turn is saved
@@ -133,15 +139,11 @@ def run_task(args, task: str, env: Environment, sessions: Sessions, session: Ses
     setup = resolve(args, env, [args.protocol])
     display = AnswerStream() if args.stream else None
     agent = build_agent(args, setup, tools, progress=not (args.quiet or args.json), display=display)
-    from agent.trace import fan_out
-
-    trace = open_trace(args.trace) if args.trace else None
-    agent.emit = fan_out(*([trace] if trace else []), agent.emit)
+    close_records = record(agent, args, env, setup, lambda: session.name)
     try:
         result = agent.run(task, history=session.messages)
     finally:
-        if trace:
-            trace.close()
+        close_records()
     unsaved = None
     if session.name and result.status == "interrupted":
         print(f"agent: session {session.name} left as it was before this run (interrupted)", file=sys.stderr)
@@ -177,6 +179,45 @@ def build_agent(args, setup: Setup, tools: Toolbox, *, progress: bool, display: 
     tools.subagents.attach(model, tools.registry, make_protocol, setup.settings, instructions=args.system,
                            emit=lambda event, **data: agent.emit(event, **data))  # a helper's answer is not shown
     return agent
+
+
+def record(agent: Agent, args, env: Environment, setup: Setup, session: Callable[[], str]) -> Callable[[], None]:
+    """Send the agent's events to the run log (unless --no-log) and the --trace file too, with what the loop
+    does not know of the run (the model, the endpoint, the session ``session()`` names) in each run_start;
+    returns what closes them."""
+    from agent.trace import describing, fan_out
+
+    trace = open_trace(args.trace) if args.trace else None
+    log = None
+    if not args.no_log:
+        from agent.runlog import LOG_FILE, RunLog
+
+        log = RunLog(logs_dir(env) / LOG_FILE, lambda message: print(f"agent: warning: {message}", file=sys.stderr))
+    local_model = args.local_model or env.get("AGENT_LOCAL_MODEL")
+
+    def info() -> dict:
+        return {"model": model_label(setup, local_model),
+                "base_url": without_secrets(setup.endpoint.base_url or DEFAULT_BASE_URL) if setup.endpoint else None,
+                "temperature": args.temperature, "constrained": setup.constrain and args.protocol == "prompt",
+                "session": session() or None}
+
+    # the log first: a trace that fails ends the run, and the log still hears how it ended
+    agent.emit = describing(fan_out(*[r for r in (log, trace) if r], agent.emit), info)
+
+    def close() -> None:
+        for records in (trace, log):
+            if records:
+                records.close()
+
+    return close
+
+
+def without_secrets(url: str) -> str:
+    """``url`` without what may hold a key: a user and password, a query string."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment=""))
 
 
 def keep(sessions: Sessions, session: Session) -> str | None:
