@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 import jsonschema
 
 from agent.models import Model, RequestRejected
+from agent.text import for_terminal, scrub
 
 MARKER = "probe-4417"
 TOOL = {"type": "function", "function": {
@@ -92,5 +93,6 @@ def _constrained(model: Model) -> tuple[bool, str]:
 
 
 def _short(text) -> str:
-    text = " ".join(str(text).split())
+    """One line of at most DETAIL_CHARS, control characters shown as escapes (it is the endpoint's text)."""
+    text = for_terminal(" ".join(scrub(str(text)).split()))
     return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS - 3] + "..."

@@ -6,7 +6,7 @@ from collections import Counter
 from functools import partial
 from itertools import combinations
 
-from agent.evaluation.statistics import arm_interval, compare
+from agent.evaluation.statistics import arm_interval, compare, format_p
 from agent.loop import STATUSES
 from agent.text import NOT_REPORTED, unreported
 
@@ -93,7 +93,7 @@ def comparison_rows(found: list[dict]) -> list[list[str]]:
 
 def _comparison_row(name: str, c: dict) -> list[str]:
     low, high = c["interval"]
-    return [name, str(c["won"]), str(c["lost"]), f"{c['p_value']:.3g}",
+    return [name, str(c["won"]), str(c["lost"]), format_p(c["p_value"]).removeprefix("p=").removeprefix("p"),
             f"{c['difference']:+.1%} [{low:+.1%}, {high:+.1%}]", c["verdict"]]
 
 

@@ -101,7 +101,7 @@ class Comparison:
 
     def as_dict(self) -> dict:
         return {"a": self.a, "b": self.b, "pairs": self.pairs, "won": self.won, "lost": self.lost,
-                "p_value": round(self.p_value, 6), "difference": round(self.difference, 4),
+                "p_value": self.p_value, "difference": round(self.difference, 4),
                 "interval": [round(self.low, 4), round(self.high, 4)], "verdict": self.verdict()}
 
 
