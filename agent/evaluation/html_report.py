@@ -9,7 +9,8 @@ from agent.evaluation.reports import UNCATEGORISED, comparison_rows, table_rows
 
 COLOURS = ("#3b6fb6", "#e08a2c", "#4a9a5b", "#a35bb5", "#b5475b", "#6b7b8c")
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1100px;color:#1d232a;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1260px;color:#1d232a;padding:0 16px}
+.row{display:flex;flex-wrap:wrap;gap:0 40px;align-items:flex-start}th.verdict{text-align:left}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}.meta{color:#5b6670}
 table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;border-bottom:1px solid #e3e7eb;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#f3f5f7}tr.section td{font-weight:600;background:#fafbfc}
@@ -38,14 +39,16 @@ def render_html(results: dict, task_texts: dict[str, str]) -> str:
         f"<h1>agent eval: {_e(results.get('suite', ''))}</h1>",
         f'<p class="meta">{_e(described)} &middot; {len(runs)} runs &middot; {_e(results.get("started", ""))}'
         f'{" &middot; interrupted" if results.get("interrupted") else ""}</p>',
-        "<h2>Pass rate by arm and category</h2>", _chart(results["summary"], labels),
-        "<h2>Summary</h2>", _table(table_rows(results["summary"]))]
+    ]
     if results.get("comparisons"):
         parts += ["<h2>Paired comparison</h2>",
-                  "<p class=\"meta\">Runs paired by task and repeat. won/lost: tasks one arm passed and the other "
+                  "<p class=\"meta\">Runs paired by task and repeat. won/lost: runs one arm passed and the other "
                   "failed; p: exact McNemar test; the interval: paired bootstrap over tasks, 95%.</p>",
                   _table(comparison_rows(results["comparisons"]), verdict=True)]
-    parts += ["<h2>Tasks</h2>", _tasks(runs, labels, task_texts), "</body></html>"]
+    parts += ['<div class="row"><div><h2>Summary</h2>', _table(table_rows(results["summary"])), "</div>",
+              "<div><h2>Pass rate by arm and category</h2>", _chart(results["summary"], labels), "</div></div>",
+              "<h2>Tasks</h2>", '<p class="meta">Click a task for its runs, a run for its transcript.</p>',
+              _tasks(runs, labels, task_texts), "</body></html>"]
     return "\n".join(parts) + "\n"
 
 
@@ -55,7 +58,9 @@ def _e(text) -> str:
 
 def _table(rows: list[list[str]], verdict: bool = False) -> str:
     width = len(rows[0])
-    html = ["<table>", "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in rows[0]) + "</tr>"]
+    heads = [f'<th class="verdict">{_e(c)}</th>' if verdict and i == width - 1 else f"<th>{_e(c)}</th>"
+             for i, c in enumerate(rows[0])]
+    html = ["<table>", "<tr>" + "".join(heads) + "</tr>"]
     for row in rows[1:]:
         if len(row) == 1:
             html.append(f'<tr class="section"><td colspan="{width}">{_e(row[0])}</td></tr>')
@@ -71,9 +76,9 @@ def _chart(summary: dict, labels: list[str]) -> str:
     """Horizontal bars: for each category (and all), one bar per arm, its length the pass rate."""
     categories = list(dict.fromkeys(c for s in summary.values() for c in s["categories"]))
     groups = ([] if categories == [UNCATEGORISED] else categories) + ["all"]
-    bar, gap, left, scale = 14, 10, 150, 520
+    bar, gap, left, scale = 14, 10, 90, 280
     height = len(groups) * (len(labels) * bar + gap) + 24
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + scale + 150}" height="{height}" '
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + scale + 100}" height="{height}" '
            f'role="img" aria-label="pass rate by arm and category" font-size="12" font-family="sans-serif">']
     for tick in range(0, 101, 25):
         x = left + scale * tick / 100
