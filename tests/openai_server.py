@@ -34,6 +34,8 @@ class ScriptedServer:
         self.url = ""
         self.in_flight = 0  # chat requests being answered now
         self.most_in_flight = 0  # the most at any one time
+        self._gathered = threading.Condition(self._lock)
+        self._gather = (0, 0.0)  # (count, deadline): see gather()
 
     def __enter__(self) -> ScriptedServer:
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -63,6 +65,11 @@ class ScriptedServer:
         self._rules.append((predicate, {"status": 200, "message": {"role": "assistant", "content": content},
                                         "finish_reason": "stop", "usage": True, "headers": {}, "delay": 0.0,
                                         "pause": 0.0}))
+
+    def gather(self, count: int, timeout: float) -> None:
+        """Hold every chat request until ``count`` are in flight at once (or ``timeout`` seconds from now have
+        passed): how many clients can have requests open together, whatever the load on the machine."""
+        self._gather = (count, time.monotonic() + timeout)
 
     def refuse(self, field: str) -> None:
         """Answer every request that has ``field`` (``tools``, ``response_format``) with HTTP 400, as a server
@@ -180,9 +187,15 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, _error_body(404, f"no route for POST {self.path}"))
                 return
             step = server._next(request)
-            with server._lock:
+            with server._gathered:
                 server.in_flight += 1
                 server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                server._gathered.notify_all()
+                count, deadline = server._gather
+                if server.in_flight >= count:
+                    server._gather = (0, 0.0)  # gathered: from now on nothing is held
+                server._gathered.wait_for(lambda: server.in_flight >= server._gather[0],
+                                          max(0.0, deadline - time.monotonic()))
             try:
                 self._answer(step, body)
             finally:
