@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.probe import MARKER
+from agent.evaluation.probe import MARKER
 from tests.support import action, child_env
 
 GOOD_CALL = [{"name": "multiply", "arguments": {"a": 17, "b": 23}}]

@@ -12,7 +12,7 @@ from agent.cli import EXIT_CODES
 from agent.cli.options import Parser, add_model_options, choose_endpoint, environment, probe_cache
 from agent.config import DEFAULT_BASE_URL, Endpoint, Environment
 from agent.models import ModelError
-from agent.probe import Probe, probe
+from agent.evaluation.probe import Probe, probe
 from agent.tools.files import atomic_write
 
 LOCAL_ARM = "prompt-constrained"  # the embedded model: its grammar constrains every reply, nothing to ask
