@@ -38,7 +38,8 @@ def script(shell: str) -> str:
     from agent.cli.tools import tools_parser
 
     parsers = {"chat": chat_parser(), "sessions": ["rm", "--json"], "eval": eval_parser(), "tools": tools_parser(),
-               "models": models_parser(), "probe": probe_parser(), "config": ["path"], "keys": ["set", *KEYS], "completion": ["bash", "zsh"]}
+               "models": models_parser(),
+               "probe": probe_parser(), "config": ["path"], "keys": ["set", *KEYS], "completion": ["bash", "zsh"]}
     cases = "\n".join(f'        {name}) COMPREPLY=($(compgen -W "{" ".join(_options(p))}" -- "$cur"));;'
                       for name, p in parsers.items())
     prelude = "autoload -U +X bashcompinit && bashcompinit\n" if shell == "zsh" else ""

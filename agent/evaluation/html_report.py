@@ -9,7 +9,8 @@ from agent.evaluation.reports import UNCATEGORISED, comparison_rows, table_rows
 
 COLOURS = ("#3b6fb6", "#e08a2c", "#4a9a5b", "#a35bb5", "#b5475b", "#6b7b8c")
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1260px;color:#1d232a;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1260px;
+color:#1d232a;padding:0 16px}
 .row{display:flex;flex-wrap:wrap;gap:0 40px;align-items:flex-start}th.verdict{text-align:left}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}.meta{color:#5b6670}
 table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;border-bottom:1px solid #e3e7eb;text-align:right}
@@ -22,7 +23,8 @@ details{margin:3px 0}details.task>summary{font-weight:600;cursor:pointer}details
 font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywhere}
 .event.reask{border-color:#c0392b;background:#fdf3f2}.event.tool{border-color:#3b6fb6;background:#f3f7fc}
 .event.final{border-color:#2e8b47;background:#f2faf4}.task-text{margin:4px 0 4px 20px;color:#39434d}
-.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:11px;height:11px;margin-right:4px}
+.legend span{display:inline-block;margin-right:14px}
+.legend i{display:inline-block;width:11px;height:11px;margin-right:4px}
 """
 
 
