@@ -180,3 +180,21 @@ def test_many_workers_run_at_once_against_a_server(server, workspace, capsys):
         server.reply(final("4"))
     assert main(["eval", suite, "--arm", "prompt", "--quiet", *endpoint(server, workers=32)]) == 0
     assert server.most_in_flight == 32  # every worker has its own connection: none waits for another's
+
+
+def test_the_bar_counts_each_arm_and_estimates_the_time_left():
+    from io import StringIO
+
+    from agent.cli.progress import Bar, duration
+
+    now = [0.0]
+    out = StringIO()
+    bar = Bar(out, ["prompt", "native"], clock=lambda: now[0])
+    now[0] = 30.0
+    bar({"protocol": "prompt", "passed": True}, 1, 4)
+    now[0] = 60.0
+    bar({"protocol": "native", "passed": False}, 2, 4)
+    assert bar.line(2, 4) == "[############------------] 2/4 runs  prompt 1/1 (100%)  native 0/1 (0%)  1m00s left"
+    bar.close()
+    assert out.getvalue().count("\r\x1b[K") == 2 and out.getvalue().endswith("\n")
+    assert [duration(s) for s in (5, 75, 3725)] == ["5s", "1m15s", "1h02m"]
