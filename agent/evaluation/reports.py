@@ -71,11 +71,10 @@ def comparisons(runs: list[dict], labels: list[str]) -> list[dict]:
     for run in runs:
         outcomes.setdefault((run["task"], run.get("repeat", 0)), {})[run["protocol"]] = run["passed"]
         category[run["task"]] = run["category"] or UNCATEGORISED
-    found = []
+    found, cats = [], list(dict.fromkeys(category.values()))
     for a, b in combinations(labels, 2):
         result = compare(a, b, outcomes).as_dict()
-        cats = list(dict.fromkeys(category.values()))
-        if cats != [UNCATEGORISED]:
+        if cats and cats != [UNCATEGORISED]:
             result["categories"] = {c: compare(a, b, {k: o for k, o in outcomes.items() if category[k[0]] == c})
                                     .as_dict() for c in cats}
         found.append(result)
