@@ -2,7 +2,11 @@ import os
 
 import pytest
 
+from agent.models.local_files import cache_dir
 from tests.openai_server import ScriptedServer
+
+MODEL_CACHE = str(cache_dir(os.environ))  # where the embedded model's files are assembled, found before the
+# tests isolate the cache folder: the local-model tests keep using them
 
 
 def pytest_configure(config):
@@ -13,13 +17,15 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch, tmp_path_factory):
-    """Keep the developer's OPENAI_* / AGENT_* settings, configuration file and data folder (sessions) out of
-    every test."""
+    """Keep the developer's OPENAI_* / AGENT_* settings, configuration file, data folder (sessions) and cache
+    folder (`agent probe`'s findings) out of every test; the embedded model's files stay where they are."""
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "AGENT_")):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("AGENT_CACHE_DIR", MODEL_CACHE)
 
 
 @pytest.fixture

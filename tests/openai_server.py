@@ -32,6 +32,10 @@ class ScriptedServer:
         self._call_ids = 0
         self._httpd: ThreadingHTTPServer | None = None
         self.url = ""
+        self.in_flight = 0  # chat requests being answered now
+        self.most_in_flight = 0  # the most at any one time
+        self._gathered = threading.Condition(self._lock)
+        self._gather = (0, 0.0)  # (count, deadline): see gather()
 
     def __enter__(self) -> ScriptedServer:
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -61,6 +65,18 @@ class ScriptedServer:
         self._rules.append((predicate, {"status": 200, "message": {"role": "assistant", "content": content},
                                         "finish_reason": "stop", "usage": True, "headers": {}, "delay": delay,
                                         "pause": 0.0, "gate": gate}))
+
+    def gather(self, count: int, timeout: float) -> None:
+        """Hold every chat request until ``count`` are in flight at once (or ``timeout`` seconds from now have
+        passed): how many clients can have requests open together, whatever the load on the machine."""
+        self._gather = (count, time.monotonic() + timeout)
+
+    def refuse(self, field: str) -> None:
+        """Answer every request that has ``field`` (``tools``, ``response_format``) with HTTP 400, as a server
+        that does not support it does."""
+        self._rules.append((lambda body: field in body, {
+            "status": 400, "body": _error_body(400, f"Unrecognized request argument supplied: {field}"),
+            "headers": {}, "delay": 0.0}))
 
     def replies(self, *contents) -> None:
         for content in contents:
@@ -135,6 +151,7 @@ class _QuietServer(ThreadingHTTPServer):
     """Does not wait for handler threads on close and prints nothing when a client goes away."""
 
     block_on_close = False
+    request_queue_size = 128  # many clients at once (eval --workers) are all accepted
 
     def handle_error(self, request, client_address):
         pass
@@ -172,6 +189,22 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             step = server._next(request)
             if step.get("gate"):
                 step["gate"].wait(60)
+            with server._gathered:
+                server.in_flight += 1
+                server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                server._gathered.notify_all()
+                count, deadline = server._gather
+                if server.in_flight >= count:
+                    server._gather = (0, 0.0)  # gathered: from now on nothing is held
+                server._gathered.wait_for(lambda: server.in_flight >= server._gather[0],
+                                          max(0.0, deadline - time.monotonic()))
+            try:
+                self._answer(step, body)
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
+
+        def _answer(self, step: dict, body) -> None:
             if step["delay"] and server._stopping.wait(step["delay"]):
                 return
             if "message" in step and isinstance(body, dict) and body.get("stream"):

@@ -11,6 +11,8 @@ def action(tool=None, answer=None, **arguments) -> str:
 
 
 def child_env(**extra) -> dict:
-    """The environment for an `agent` child process: the installed package, no endpoint settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_"))}
+    """The environment for an `agent` child process: the installed package, no endpoint settings (the folder
+    of the embedded model's files is kept)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AGENT_", "OPENAI_")) or k == "AGENT_CACHE_DIR"}
     return {**env, **extra}

@@ -243,8 +243,9 @@ def record(protocol="prompt", **fields) -> dict:
 
 
 def cells(table: str) -> dict[str, list[str]]:
-    """The plain table as {row label: cells}; cells are separated by two spaces or more."""
-    rows = [re.split(r" {2,}", line.strip()) for line in table.splitlines()]
+    """The plain table (the first, before a blank line) as {row label: cells}; cells are separated by two spaces
+    or more."""
+    rows = [re.split(r" {2,}", line.strip()) for line in table.split("\n\n")[0].splitlines()]
     return {"": rows[0], **{row[0]: row[1:] for row in rows[1:]}}
 
 
@@ -309,7 +310,8 @@ def test_eval_command_compares_both_protocols(server, tmp_path, monkeypatch, cap
     assert [("tools" in b) for b in bodies] == [False, False, True, True]
 
     results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results) == {"suite", "model", "started", "finished", "settings", "interrupted", "runs", "summary"}
+    assert set(results) == {"suite", "model", "started", "finished", "settings", "interrupted", "runs", "summary",
+                            "comparisons"}
     assert results["suite"] == "built-in"
     assert results["model"] == {"backend": "openai-compatible", "base_url": server.url, "model": "test-model"}
     assert results["settings"]["protocols"] == ["prompt", "native"] and results["settings"]["max_steps"] == 15
@@ -329,7 +331,7 @@ def test_constrained_prompt_protocol_is_labelled_and_sent(server, tmp_path, monk
     code = eval_command([suite, "--protocol", "prompt", "--constrain", "--quiet", "--markdown", *endpoint(server)])
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
-    assert out.splitlines()[0] == "|  | prompt+constrained |"
+    assert out.splitlines()[0] == "|  | prompt-constrained |"
     assert server.requests[0]["body"]["response_format"]["type"] == "json_schema"
 
 

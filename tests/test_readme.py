@@ -17,7 +17,9 @@ BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
 PYTHON = [code for kind, code in BLOCKS if kind == "python"]
 # shown runs that need no model: a command, then exactly what it prints
 SHOWN = [code for kind, code in BLOCKS if kind == "" and code.startswith("$ agent ") and code.count("$ ") == 1
-         and " · " not in code and "eval" not in code.splitlines()[0]]
+         and " · " not in code and "eval" not in code.splitlines()[0] and not code.startswith("$ agent probe")]
+# `agent probe` shown against an endpoint in one of its situations, which the scripted server plays
+PROBES = [code for kind, code in BLOCKS if kind == "" and code.startswith("$ agent probe --base-url ")]
 
 
 def test_the_readme_has_the_snippets_this_file_checks():
@@ -41,6 +43,29 @@ def test_python_snippets_run_against_a_scripted_server(code, server, tmp_path):
 def test_shown_commands_print_what_the_readme_shows(shown, tmp_path):
     command, *printed = shown.rstrip("\n").splitlines()
     argv = shlex.split(command[2:])
+    done = subprocess.run([sys.executable, "-m", "agent", *argv[1:]], capture_output=True, text=True,
+                          cwd=tmp_path, env=child_env(), timeout=60)
+    assert (done.stdout + done.stderr).splitlines() == printed
+
+
+def test_the_readme_shows_probe_in_its_three_situations():
+    assert len(PROBES) == 3 and len({p.splitlines()[-1] for p in PROBES}) == 3
+
+
+@pytest.mark.parametrize("shown", PROBES, ids=lambda s: s.splitlines()[-1].split()[2])
+def test_probe_prints_what_the_readme_shows(shown, server, tmp_path):
+    from agent.evaluation.probe import MARKER
+
+    command, *printed = shown.rstrip("\n").splitlines()
+    if "yes  returned a well-formed tool call" in printed[0]:
+        server.reply(tool_calls=[{"name": "multiply", "arguments": {"a": 17, "b": 23}}])
+    else:
+        server.refuse("tools")
+    if printed[1].split()[3] == "yes":
+        server.reply(f'{{"greeting": "Hello!", "marker": "{MARKER}"}}')
+    else:
+        server.refuse("response_format")
+    argv = shlex.split(command[2:].replace("http://localhost:8000/v1", server.url))
     done = subprocess.run([sys.executable, "-m", "agent", *argv[1:]], capture_output=True, text=True,
                           cwd=tmp_path, env=child_env(), timeout=60)
     assert (done.stdout + done.stderr).splitlines() == printed

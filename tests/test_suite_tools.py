@@ -271,21 +271,22 @@ def test_eval_of_a_suite_with_tools_in_both_protocols(server, tmp_path, monkeypa
     server.reply(tool_calls=[{"name": "convert_length", "arguments": {"value": 5, "from_unit": "km",
                                                                       "to_unit": "mi"}}])  # native: km, wrong unit
     server.reply("about 3.1 miles")
+    # the second task starts with the second arm (the arms take turns to go first)
+    server.reply(tool_calls=[{"name": "convert_length", "arguments": {"value": 5, "from_unit": "km", "to_unit": "m"}},
+                             {"name": "convert_length", "arguments": {"value": 12, "from_unit": "mi", "to_unit": "m"}}])
+    server.reply("5000 m and 19312 m.")
     server.reply(json.dumps([{"type": "tool_call", "tool": "convert_length",  # prompt: both, at once
                               "arguments": {"value": 12, "from_unit": "mi", "to_unit": "m"}},
                              {"type": "tool_call", "tool": "convert_length",
                               "arguments": {"value": 5, "from_unit": "km", "to_unit": "m"}}]))
     server.reply(final("5000 m and 19312 m."))
-    server.reply(tool_calls=[{"name": "convert_length", "arguments": {"value": 5, "from_unit": "km", "to_unit": "m"}},
-                             {"name": "convert_length", "arguments": {"value": 12, "from_unit": "mi", "to_unit": "m"}}])
-    server.reply("5000 m and 19312 m.")
     server.reply(final("Rain on the roof..."))  # prompt: poem, no call
     server.reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Oslo"}}])  # native: poem, a call
     server.reply("Rain in Oslo...")
     code = eval_command([suite, "--out", "results.json", *endpoint(server)])
     out, err = capsys.readouterr()
     assert code == 0
-    assert "[4/6] native  both  pass" in err and "[2/6] native  km    FAIL  1 step" in err
+    assert "[3/6] native  both  pass" in err and "[2/6] native  km    FAIL  1 step" in err
     table = cells(out)
     assert table["passed"] == ["3 (100.0%)", "1 (33.3%)"]
     assert (table["single"], table["parallel"]) == (["1/1 (100.0%)", "0/1 (0.0%)"], ["1/1 (100.0%)", "1/1 (100.0%)"])

@@ -2,8 +2,8 @@
 
 One module per command: run.py (`agent TASK`), chat.py (`agent chat`), sessions.py (`agent sessions`), tools.py
 (`agent tools`), eval.py (`agent eval`), models.py (`agent models`), config.py (`agent config`, `agent keys`),
-completion.py, logs.py (`agent logs`); options.py holds what they share, and
-approval.py asks the user before a tool acts. A command's module is imported when it runs, so Ctrl-C at
+completion.py, logs.py (`agent logs`), probe.py (`agent probe`, `--protocol auto`); options.py holds what they
+share, and approval.py asks the user before a tool acts. A command's module is imported when it runs, so Ctrl-C at
 start-up is handled like later.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 import sys
 
 from agent.config import ConfigError
+from agent.models import ModelError
 
 EXIT_CODES = {"final": 0, "model_error": 3, "step_limit": 4, "format_errors": 4, "loop": 4, "error": 4,
               "interrupted": 130}
@@ -22,7 +23,7 @@ HANDLERS = {"chat": ("agent.cli.chat", "chat_command"), "sessions": ("agent.cli.
             "tools": ("agent.cli.tools", "tools_command"), "eval": ("agent.cli.eval", "eval_command"),
             "models": ("agent.cli.models", "models_command"), "config": ("agent.cli.config", "config_command"),
             "keys": ("agent.cli.config", "keys_command"), "completion": ("agent.cli.completion", "completion_command"),
-            "logs": ("agent.cli.logs", "logs_command")}
+            "logs": ("agent.cli.logs", "logs_command"), "probe": ("agent.cli.probe", "probe_command")}
 COMMANDS = (*HANDLERS, "help")
 # options of `agent TASK` that take a value: the word after one is its value, not a command or the task
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
@@ -42,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"agent: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except ModelError as error:  # before any run: `--protocol auto` probing an endpoint that does not answer
+        print(f"agent: {error}", file=sys.stderr)
+        return EXIT_CODES["model_error"]
     except KeyboardInterrupt:
         print("agent: interrupted", file=sys.stderr)
         return EXIT_CODES["interrupted"]

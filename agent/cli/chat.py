@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from agent.cli.approval import approver
 from agent.cli.options import (Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment,
                                resolve, toolbox)
-from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, record, report
+from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, record, report, settle_auto
 from agent.cli.sessions import model_label, open_session
 from agent.config import Environment
 from agent.text import plural
@@ -48,14 +48,15 @@ def chat_command(argv: list[str]) -> int:
     if args.trace is not None:
         check_output_file(args.trace, "--trace", "trace file", force=args.force)
     env = environment()
+    endpoint = settle_auto(args, env)
     sessions, session = open_session(args.session, env, args.protocol)
     with sessions:  # a session is held while the chat goes on
-        return chat(args, env, sessions, session)
+        return chat(args, env, sessions, session, endpoint)
 
 
-def chat(args, env: Environment, sessions: Sessions, session: Session) -> int:
+def chat(args, env: Environment, sessions: Sessions, session: Session, endpoint=False) -> int:
     tools = toolbox(args, approver(args.read_only, args.yes))
-    setup = resolve(args, env, [args.protocol])
+    setup = resolve(args, env, [args.protocol], endpoint=endpoint)
     display = AnswerStream() if (sys.stdout.isatty() if args.stream is None else args.stream) else None
     agent = build_agent(args, setup, tools, progress=not args.quiet, display=display)
     label = model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL"))

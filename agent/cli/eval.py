@@ -1,4 +1,5 @@
-"""`agent eval`: run a task suite in one or more protocols on the same model and compare them side by side."""
+"""`agent eval`: run a task suite in one or more arms (prompt, prompt-constrained, native) on the same model,
+interleaved, and compare them side by side, with paired statistics; `--out` JSON, `--html` a report."""
 from __future__ import annotations
 
 import argparse
@@ -10,10 +11,11 @@ from pathlib import Path
 from typing import Callable
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (PROTOCOLS, Parser, add_model_options, check_output_file, environment, positive_int,
-                               resolve)
+from agent.cli.options import (ARMS, PROTOCOLS, Parser, add_model_options, check_output_file, choose_endpoint,
+                               environment, positive_int, resolve)
+from agent.cli.progress import Bar, Lines
 from agent.config import ConfigError
-from agent.evaluation.reports import render_table, summarize, table_rows
+from agent.evaluation.reports import comparison_rows, comparisons, render_table, summarize, table_rows
 from agent.evaluation.runner import run_eval
 from agent.evaluation.suites import BUILTIN, Task, load_suite
 from agent.text import plural
@@ -28,10 +30,18 @@ MAX_WORKERS = 64
 
 def eval_parser() -> argparse.ArgumentParser:
     parser = Parser(
-        prog="agent eval", description="Run a task suite in each protocol on the same model and compare them.")
+        prog="agent eval", description="Run a task suite in each arm on the same model, interleaved, and compare "
+                                       "them with paired statistics.")
     parser.add_argument("suite", nargs="?", help="a JSONL task suite; default: the built-in one")
-    parser.add_argument("--protocol", action="append", choices=PROTOCOLS,
-                        help="a protocol to run; repeat to compare; default: both")
+    parser.add_argument("--arm", action="append", choices=ARMS,
+                        help="an arm to run: prompt (JSON actions in the text), prompt-constrained (the same, "
+                             "replies constrained by the action schema), native (the API's tool calls); repeat "
+                             "to compare")
+    parser.add_argument("--protocol", action="append", choices=(*PROTOCOLS, "auto"),
+                        help="the older spelling: prompt (prompt-constrained with --constrain, and for the local "
+                             "model), native, or auto (what `agent probe` recommends); default, with no --arm "
+                             "either: prompt and native")
+    parser.add_argument("--reprobe", action="store_true", help="with --protocol auto: probe the endpoint again")
     parser.add_argument("--repeat", type=at_most(MAX_REPEAT), default=1, metavar="N",
                         help=f"runs per task, default 1, at most {MAX_REPEAT}")
     parser.add_argument("--workers", type=at_most(MAX_WORKERS), metavar="K",
@@ -41,12 +51,15 @@ def eval_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks", metavar="ID,ID", help="only these tasks")
     parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON (an existing file "
                                                       "only with --force)")
-    parser.add_argument("--force", action="store_true", help="let --out overwrite a file that exists")
+    parser.add_argument("--force", action="store_true", help="let --out and --html overwrite files that exist")
+    parser.add_argument("--html", metavar="FILE", help="write a report page: the tables, a chart of pass rates by "
+                                                       "arm and category, every run with its transcript")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress on stderr (a bar on a terminal, a line per run otherwise)")
     parser.add_argument("--list", action="store_true", help="list the suite's tasks (id, category, task) and stop")
     parser.add_argument("--min-pass", type=percentage, metavar="PERCENT",
-                        help="exit 4 when a protocol passes fewer than this share of its runs (for CI)")
+                        help="exit 4 when an arm passes fewer than this share of its runs (for CI)")
     add_model_options(parser)
     return parser
 
@@ -71,37 +84,53 @@ def at_most(limit: int) -> Callable[[str], int]:
 def eval_command(argv: list[str]) -> int:
     args = eval_parser().parse_args(argv)
     env = environment()
-    if args.out is not None:
-        check_output_file(args.out, "--out", "results file", force=args.force)
+    for flag, path in (("--out", args.out), ("--html", args.html)):
+        if path is not None:
+            check_output_file(path, flag, "results file" if flag == "--out" else "report", force=args.force)
     tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
     if args.list:
         for task in tasks:
             print(f"{task.id}\t{task.category or '-'}\t{' '.join(task.task.split())}")
         return 0
-    setup = resolve(args, env, list(dict.fromkeys(args.protocol or PROTOCOLS)))
-    workers, started = args.workers or (1 if setup.local else 4), now()
-    total = len(tasks) * len(setup.protocols) * args.repeat
+    protocols = list(dict.fromkeys(args.protocol or ([] if args.arm else PROTOCOLS)))
+    endpoint = choose_endpoint(args, env)
+    arms = [auto_arm(args, env, endpoint)] if "auto" in protocols else []
+    arms += args.arm or []
+    args.workers = args.workers or (1 if endpoint is None else 4)
+    setup = resolve(args, env, [p for p in protocols if p != "auto"], list(dict.fromkeys(arms)), endpoint=endpoint)
+    labels, workers, started = list(setup.protocols), args.workers, now()
+    total = len(tasks) * len(labels) * args.repeat
     if not args.quiet:
-        print(f"agent eval: {plural(len(tasks), 'task')} × {plural(len(setup.protocols), 'protocol')} × "
+        print(f"agent eval: {plural(len(tasks), 'task')} × {plural(len(labels), 'arm')} ({', '.join(labels)}) × "
               f"{plural(args.repeat, 'repeat')} = {plural(total, 'run')}, {plural(workers, 'worker')}",
               file=sys.stderr)
-    widths = (max(map(len, setup.protocols)), max(len(t.id) for t in tasks))
-
-    def show(record: dict, done: int, planned: int) -> None:
-        print(progress_line(record, done, planned, *widths), file=sys.stderr)
-
-    evaluation = run_eval(tasks, setup.protocols, setup.model, setup.settings, repeat=args.repeat, workers=workers,
-                          on_done=None if args.quiet else show)
-    summary = summarize(evaluation.runs, list(setup.protocols))
+    progress = None if args.quiet else Bar(sys.stderr, labels) if sys.stderr.isatty() else Lines(
+        sys.stderr, labels, [t.id for t in tasks])
+    try:
+        evaluation = run_eval(tasks, setup.protocols, setup.model, setup.settings, repeat=args.repeat,
+                              workers=workers, on_done=progress)
+    finally:
+        if progress:
+            progress.close()
+    summary = summarize(evaluation.runs, labels)
+    paired = comparisons(evaluation.runs, labels)
     if evaluation.interrupted:
         print(f"agent eval: interrupted; {len(evaluation.runs)} of {total} runs finished", file=sys.stderr)
     print(render_table(table_rows(summary), args.markdown))
+    if paired:
+        print()
+        print(render_table(comparison_rows(paired), args.markdown))
+    results = {
+        "suite": args.suite or BUILTIN, "model": setup.describe(), "started": started, "finished": now(),
+        "settings": {**asdict(setup.settings), "constrain": setup.constrain, "repeat": args.repeat,
+                     "workers": workers, "protocols": labels, "arms": labels},
+        "interrupted": evaluation.interrupted, "runs": evaluation.runs, "summary": summary, "comparisons": paired}
     if args.out:
-        write_json(args.out, {
-            "suite": args.suite or BUILTIN, "model": setup.describe(), "started": started, "finished": now(),
-            "settings": {**asdict(setup.settings), "constrain": setup.constrain, "repeat": args.repeat,
-                         "workers": workers, "protocols": list(setup.protocols)},
-            "interrupted": evaluation.interrupted, "runs": evaluation.runs, "summary": summary})
+        write_json(args.out, results)
+    if args.html:
+        from agent.evaluation.html_report import render_html
+
+        atomic_write(Path(args.html), render_html(results, {t.id: t.task for t in tasks}))
     if evaluation.interrupted:
         return EXIT_CODES["interrupted"]
     if evaluation.runs and all(r["status"] == "model_error" for r in evaluation.runs):
@@ -128,12 +157,10 @@ def select(tasks: list[Task], ids: str | None, limit: int | None) -> list[Task]:
     return tasks[:limit] if limit else tasks
 
 
-def progress_line(record: dict, done: int, total: int, label_width: int, id_width: int) -> str:
-    failed = [c["check"] for c in record["checks"] if not c["ok"]]
-    why = "" if record["passed"] else record["status"] if record["status"] != "final" else ", ".join(failed)
-    return (f"[{done}/{total}] {record['protocol']:<{label_width}}  {record['task']:<{id_width}}  "
-            f"{'pass' if record['passed'] else 'FAIL'}  {plural(record['steps'], 'step')} {record['seconds']:.1f}s"
-            f"{'  ' + why if why else ''}")
+def auto_arm(args, env, endpoint) -> str:
+    from agent.cli.probe import auto_arm as recommended
+
+    return recommended(args, env, endpoint)
 
 
 def now() -> str:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # imported when a command needs them: `agent --help` stays qu
     from agent.tools import Memory, Plan, Registry
 
 PROTOCOLS = ("prompt", "native")
+ARMS = ("prompt", "prompt-constrained", "native")  # what `agent eval` compares: the prompt protocol with and
+# without constrained decoding, and native tool calls
 DEFAULTS = Settings()
 TIMEOUT = 60.0  # seconds for a whole request
 SHELL_TIMEOUT = 30.0  # seconds for one run_shell command
@@ -118,20 +120,23 @@ def temperature(text: str) -> float:
     return value
 
 
-def resolve(args: argparse.Namespace, env: Environment, protocols: list[str]) -> Setup:
-    """The flags of `add_model_options` and the environment as one Setup, for the protocols named; the model
-    is built (the local one loaded) last, once everything else is known to be right."""
+def resolve(args: argparse.Namespace, env: Environment, protocols: list[str], arms: list[str] = (),
+            endpoint: Endpoint | None | bool = False) -> Setup:
+    """The flags of `add_model_options` and the environment as one Setup, for the protocols named (prompt
+    constrained by --constrain) and the ``arms`` named (each as it says); the model is built (the local one
+    loaded) last, once everything else is known to be right. ``endpoint``: one already chosen (None: local)."""
     if args.constrain and "prompt" not in protocols:
         raise ConfigError("--constrain applies to the prompt protocol only; drop it or use --protocol prompt")
-    endpoint = choose_endpoint(args, env)
+    if endpoint is False:
+        endpoint = choose_endpoint(args, env)
     local = endpoint is None
     constrain = args.constrain if args.constrain is not None else local
     settings = Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
                         max_history_chars=args.max_history or (LOCAL_HISTORY_CHARS if local else None),
                         context_window=args.context_window)
     model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if local else None
-    return Setup(endpoint, build_model(args, endpoint, env, model_path), settings, constrain,
-                 protocol_factories(protocols, constrain), model_path)
+    factories = {**protocol_factories(protocols, constrain), **arm_factories(arms)}
+    return Setup(endpoint, build_model(args, endpoint, env, model_path), settings, constrain, factories, model_path)
 
 
 def choose_endpoint(args: argparse.Namespace, env: Environment, need_model: bool = True) -> Endpoint | None:
@@ -156,22 +161,23 @@ def build_model(args: argparse.Namespace, endpoint: Endpoint | None, env: Enviro
     from agent.models.openai_compatible import OpenAIModel
 
     return OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,
-                       timeout=args.timeout, temperature=args.temperature)
+                       timeout=args.timeout, temperature=args.temperature,
+                       connections=getattr(args, "workers", None) or 1)
 
 
 def protocol_factories(names: list[str], constrain: bool) -> dict[str, Callable]:
-    """Label → factory; the prompt protocol is labelled "prompt+constrained" when its replies are constrained."""
+    """Label → factory; the prompt protocol is the arm "prompt-constrained" when its replies are constrained."""
+    return arm_factories(["prompt-constrained" if name == "prompt" and constrain else name for name in names])
+
+
+def arm_factories(arms: list[str]) -> dict[str, Callable]:
+    """Arm → factory ``make(registry) -> protocol``: prompt, prompt-constrained (the same protocol, its replies
+    constrained by the action schema, per call) and native."""
     from agent.protocols import NativeProtocol, PromptProtocol
 
-    factories = {}
-    for name in names:
-        if name == "native":
-            factories["native"] = NativeProtocol
-        elif constrain:
-            factories["prompt+constrained"] = partial(PromptProtocol, constrain=True)
-        else:
-            factories["prompt"] = PromptProtocol
-    return factories
+    known = {"prompt": PromptProtocol, "prompt-constrained": partial(PromptProtocol, constrain=True),
+             "native": NativeProtocol}
+    return {arm: known[arm] for arm in arms}
 
 
 def environment() -> Environment:
@@ -183,6 +189,12 @@ def environment() -> Environment:
 def config_file(env) -> Path:
     """The user's configuration file, in the platform's folder for them (XDG_CONFIG_HOME on Linux)."""
     return _user_folder(env, ("APPDATA", "Roaming"), ("XDG_CONFIG_HOME", ".config")) / "config.env"
+
+
+def probe_cache(env) -> Path:
+    """Where `agent probe` keeps what it found per endpoint and model: the user's cache folder (XDG_CACHE_HOME
+    on Linux)."""
+    return _user_folder(env, ("LOCALAPPDATA", "Local"), ("XDG_CACHE_HOME", ".cache")) / "probes.json"
 
 
 def data_dir(env) -> Path:

@@ -41,6 +41,7 @@ def run_parser() -> Parser:
                "  agent eval [SUITE]      compare the protocols on a task suite (agent eval --help)\n"
                "  agent models            the models the endpoint serves\n"
                "  agent logs [show ID]    the runs logged so far, or one with its events (agent logs --help)\n"
+               "  agent probe             what the endpoint supports, and the protocol to use\n"
                "  agent help              this help\n\n"
                "A task that is exactly a command's name goes after --: agent -- tools\n"
                "With no TASK, the task is read from piped input; with both, the input is added to the task:\n"
@@ -60,8 +61,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options of a run that are neither the model's nor the tools', shared by `agent` and `agent chat`."""
     parser.add_argument("-s", "--system", default="", metavar="TEXT",
                         help="your own instructions, added to the system prompt after the protocol's")
-    parser.add_argument("--protocol", choices=PROTOCOLS, default="prompt",
-                        help="prompt: JSON actions in the text (default); native: the API's tool calls")
+    parser.add_argument("--protocol", choices=(*PROTOCOLS, "auto"), default="prompt",
+                        help="prompt: JSON actions in the text (default); native: the API's tool calls; auto: what "
+                             "`agent probe` recommends for the endpoint (probed once, then kept in the cache folder)")
+    parser.add_argument("--reprobe", action="store_true", help="with --protocol auto: probe the endpoint again")
     parser.add_argument("--workspace", type=folder, default=".", metavar="DIR",
                         help="folder the file tools and run_shell work in, default .")
     parser.add_argument("--trace", metavar="FILE", help="write every event of the run as JSON lines (an existing "
@@ -128,15 +131,26 @@ def run_command(argv: list[str]) -> int:
     if args.trace is not None:
         check_output_file(args.trace, "--trace", "trace file", force=args.force)
     env = environment()
+    endpoint = settle_auto(args, env)
     sessions, session = open_session(args.session, env, args.protocol)
     with sessions:  # a session is held until its turn is saved
-        return run_task(args, task, env, sessions, session)
+        return run_task(args, task, env, sessions, session, endpoint)
 
 
-def run_task(args, task: str, env: Environment, sessions: Sessions, session: Session) -> int:
-    """The run `agent TASK` asks for, as the next turn of ``session`` (saved after it, if it has a name)."""
+def settle_auto(args, env: Environment):
+    """``--protocol auto`` replaced by the protocol it means here; the endpoint chosen for it, else False."""
+    if args.protocol != "auto":
+        return False
+    from agent.cli.probe import settle_auto as settle
+
+    return settle(args, env)
+
+
+def run_task(args, task: str, env: Environment, sessions: Sessions, session: Session, endpoint=False) -> int:
+    """The run `agent TASK` asks for, as the next turn of ``session`` (saved after it, if it has a name);
+    ``endpoint``: one already chosen (``--protocol auto``), else False."""
     tools = toolbox(args, approver(args.read_only, args.yes))
-    setup = resolve(args, env, [args.protocol])
+    setup = resolve(args, env, [args.protocol], endpoint=endpoint)
     display = AnswerStream() if args.stream else None
     agent = build_agent(args, setup, tools, progress=not (args.quiet or args.json), display=display)
     close_records = record(agent, args, env, setup, lambda: session.name)

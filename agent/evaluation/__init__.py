@@ -1,2 +1,4 @@
-"""Evaluation as a library: suites of tasks with checks (suites.py, scripted_tools.py, suite.jsonl), the runs
-(runner.py) and what they add up to (reports.py). `agent eval` (agent/cli/eval.py) puts them together."""
+"""Evaluation as a library: suites of tasks with checks (suites.py, scripted_tools.py, suite.jsonl), the runs,
+each task's arms interleaved (runner.py), what they add up to (reports.py) and whether the differences are
+more than noise (statistics.py), the HTML report (html_report.py), and what an endpoint supports (probe.py).
+`agent eval` and `agent probe` (agent/cli/) put them together."""

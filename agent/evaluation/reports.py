@@ -1,9 +1,12 @@
-"""What an evaluation's runs add up to: totals and rates per protocol, and the table that compares them."""
+"""What an evaluation's runs add up to: totals and rates per arm, the paired comparisons of the arms, and the
+tables that show them."""
 from __future__ import annotations
 
 from collections import Counter
 from functools import partial
+from itertools import combinations
 
+from agent.evaluation.statistics import arm_interval, compare, format_p
 from agent.loop import STATUSES
 from agent.text import NOT_REPORTED, unreported
 
@@ -30,8 +33,12 @@ def summarize(runs: list[dict], labels: list[str]) -> dict[str, dict]:
             passed = _total(these, "passed")
             categories[category] = {"runs": len(these), "passed": passed, "pass_rate": round(passed / len(these), 4)}
         unusable = total("reasks") + statuses["format_errors"]
+        fractions = task_fractions(mine)
+        repeats = max((len(r) for r in _by_task(mine).values()), default=1)
+        low, high = arm_interval(list(fractions.values()), repeats)
         summary[label] = {
             "runs": len(mine), "passed": total("passed"), "pass_rate": round(total("passed") / count, 4),
+            "interval": [round(low, 4), round(high, 4)], "task_pass_fractions": fractions,
             "mean_steps": round(total("steps") / count, 2), "mean_model_calls": round(total("model_calls") / count, 2),
             "reasks": total("reasks"), "argument_errors": errors["bad_arguments"], "model_calls": total("model_calls"),
             "unusable_replies": unusable, "unusable_rate": round(unusable / (total("model_calls") or 1), 4),
@@ -42,6 +49,51 @@ def summarize(runs: list[dict], labels: list[str]) -> dict[str, dict]:
             "categories": categories,
         }
     return summary
+
+
+def _by_task(runs: list[dict]) -> dict[str, list[dict]]:
+    tasks: dict[str, list[dict]] = {}
+    for run in runs:
+        tasks.setdefault(run["task"], []).append(run)
+    return tasks
+
+
+def task_fractions(runs: list[dict]) -> dict[str, float]:
+    """Each task's share of passed runs (0 or 1 without --repeat)."""
+    return {task: round(sum(r["passed"] for r in these) / len(these), 4) for task, these in _by_task(runs).items()}
+
+
+def comparisons(runs: list[dict], labels: list[str]) -> list[dict]:
+    """Every pair of arms compared on the runs both made (paired by task and repeat), overall and per category:
+    won, lost, the exact McNemar p-value, the difference in pass rate with its bootstrap 95% interval, a verdict."""
+    outcomes: dict[tuple, dict[str, bool]] = {}
+    category = {}
+    for run in runs:
+        outcomes.setdefault((run["task"], run.get("repeat", 0)), {})[run["protocol"]] = run["passed"]
+        category[run["task"]] = run["category"] or UNCATEGORISED
+    found, cats = [], list(dict.fromkeys(category.values()))
+    for a, b in combinations(labels, 2):
+        result = compare(a, b, outcomes).as_dict()
+        if cats and cats != [UNCATEGORISED]:
+            result["categories"] = {c: compare(a, b, {k: o for k, o in outcomes.items() if category[k[0]] == c})
+                                    .as_dict() for c in cats}
+        found.append(result)
+    return found
+
+
+def comparison_rows(found: list[dict]) -> list[list[str]]:
+    """The paired comparisons as rows of cells, a category's rows indented under their pair."""
+    rows = [["paired comparison", "won", "lost", "p", "difference [95% CI]", "verdict"]]
+    for pair in found:
+        rows.append(_comparison_row(f"{pair['a']} vs {pair['b']}", pair))
+        rows += [_comparison_row(f"  {category}", c) for category, c in pair.get("categories", {}).items()]
+    return rows
+
+
+def _comparison_row(name: str, c: dict) -> list[str]:
+    low, high = c["interval"]
+    return [name, str(c["won"]), str(c["lost"]), format_p(c["p_value"]).removeprefix("p=").removeprefix("p"),
+            f"{c['difference']:+.1%} [{low:+.1%}, {high:+.1%}]", c["verdict"]]
 
 
 def _total(runs: list[dict], key: str):
@@ -55,6 +107,7 @@ def table_rows(summary: dict[str, dict]) -> list[list[str]]:
     rows += [[name] + [cell(s) for s in stats] for name, cell in (
         ("runs", lambda s: str(s["runs"])),
         ("passed", lambda s: f"{s['passed']} ({s['pass_rate']:.1%})"),
+        ("pass rate 95% CI", lambda s: f"{s['interval'][0]:.1%} to {s['interval'][1]:.1%}"),
         ("mean steps", lambda s: f"{s['mean_steps']:.1f}"),
         ("mean model calls", lambda s: f"{s['mean_model_calls']:.1f}"),
         ("re-asks", lambda s: str(s["reasks"])),

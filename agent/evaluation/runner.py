@@ -1,6 +1,8 @@
-"""Runs of a task suite: each task in a fresh workspace, in each protocol, on threads sharing one model."""
+"""Runs of a task suite: each task in a fresh workspace, in each arm, on threads sharing one model; the arms of a
+task are started together in a rotated order, so a slow spell of a shared machine favours none of them."""
 from __future__ import annotations
 
+import json
 import tempfile
 import threading
 import time
@@ -23,22 +25,70 @@ class Evaluation:
     interrupted: bool = False
 
 
+TRANSCRIPT_CHARS = 4000  # of each reply and tool result kept in a run's transcript, head and tail
+TRANSCRIPT_EVENTS = 200  # events kept per run
+
+
+class Transcript:
+    """What happened in a run, for a reader: replies, re-asks, tool calls and their results, each bounded."""
+
+    def __init__(self):
+        self.events: list[dict] = []
+
+    def __call__(self, event: str, **data) -> None:
+        if len(self.events) >= TRANSCRIPT_EVENTS:
+            return
+        if event == "model_call":
+            self.events.append({"event": "reply", "content": _clip(data.get("content")),
+                                "tool_calls": [{"name": c["function"]["name"],
+                                                "arguments": _clip(c["function"]["arguments"])}
+                                               for c in data.get("tool_calls") or []]})
+        elif event == "parse_error":
+            self.events.append({"event": "reask", "kind": data["kind"], "message": _clip(data["message"])})
+        elif event == "tool_result":
+            self.events.append({"event": "tool", "tool": data["tool"], "ok": data["ok"],
+                                "arguments": _clip(json.dumps(data["arguments"], ensure_ascii=False)),
+                                "result": _clip(data["result"])})
+        elif event == "final":
+            self.events.append({"event": "final", "answer": _clip(data["answer"])})
+
+
+def _clip(text) -> str | None:
+    if text is None:
+        return None
+    text = str(text)
+    if len(text) <= TRANSCRIPT_CHARS:
+        return text
+    half = TRANSCRIPT_CHARS // 2
+    return f"{text[:half]}\n[... {len(text) - TRANSCRIPT_CHARS} characters cut ...]\n{text[-half:]}"
+
+
 def run_task(task: Task, make_protocol: Callable, model, settings: Settings, label: str, repeat: int = 0) -> dict:
-    """One run of one task in a fresh workspace, with its checks; never raises."""
+    """One run of one task in a fresh workspace, with its checks and transcript; never raises."""
     record, started = {"task": task.id, "category": task.category, "repeat": repeat}, time.monotonic()
+    transcript = Transcript()
     try:
         with tempfile.TemporaryDirectory(prefix="agent-eval-") as folder:
             workspace = Path(folder)
             write_files(workspace, task)
             registry = scripted_registry(task.tools, task.results) if task.tools else builtin_registry(
                 str(workspace), approve=approve_everything)  # a throwaway workspace: nothing to protect
-            result = Agent(model, registry, make_protocol(registry), settings).run(task.task)
+            result = Agent(model, registry, make_protocol(registry), settings, emit=transcript).run(task.task)
             checks = check_run(task.checks, result.answer, result.tool_calls, workspace)
     except Exception as error:
         result, checks = RunResult(status="error", error=f"{type(error).__name__}: {error}"), []
         result.seconds = round(time.monotonic() - started, 3)
     passed = result.status == "final" and all(c["ok"] for c in checks)
-    return {**record, **result.summary(), "protocol": label, "checks": checks, "passed": passed}
+    return {**record, **result.summary(), "protocol": label, "checks": checks, "passed": passed,
+            "transcript": transcript.events}
+
+
+def schedule(tasks: list[Task], labels: list[str], repeat: int = 1) -> list[tuple[int, Task, str, int]]:
+    """(task index, task, arm, repeat) in the order to start them: for each repeat and task, every arm, task i
+    beginning with arm i mod k, so that each arm runs first, second, ... equally often."""
+    k = len(labels)
+    return [(i, task, labels[(i + shift) % k], r) for r in range(repeat) for i, task in enumerate(tasks)
+            for shift in range(k)]
 
 
 class _StoppableModel:
@@ -55,17 +105,20 @@ class _StoppableModel:
 
 def run_eval(tasks: list[Task], protocols: dict[str, Callable], model, settings: Settings | None = None, *,
              repeat: int = 1, workers: int = 1, on_done: Callable[[dict, int, int], None] | None = None) -> Evaluation:
-    """Every task in every protocol, ``repeat`` times, on ``workers`` threads sharing one model.
+    """Every task in every arm, ``repeat`` times, on ``workers`` threads sharing one model.
 
-    ``protocols`` maps a label to a factory ``make(registry) -> protocol``. ``on_done(record, done, total)``
-    is called in this thread as runs finish; Ctrl-C stops the eval and keeps the runs that finished.
+    ``protocols`` maps an arm's label to a factory ``make(registry) -> protocol``. The runs start in ``schedule``
+    order (each task's arms side by side, task i beginning with arm i mod k) and come back in task order, arms
+    in the order given. ``on_done(record, done, total)`` is called in this thread as runs finish; Ctrl-C stops
+    the eval and keeps the runs that finished.
     """
-    jobs = [(task, label, r) for r in range(repeat) for task in tasks for label in protocols]
+    labels = list(protocols)
+    jobs = schedule(tasks, labels, repeat)
     model, finished, interrupted = _StoppableModel(model), [], False
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        futures = {pool.submit(run_task, task, protocols[label], model, settings or Settings(), label, r): i
-                   for i, (task, label, r) in enumerate(jobs)}
+        futures = {pool.submit(run_task, task, protocols[label], model, settings or Settings(), label, r):
+                   (r, i, labels.index(label)) for (i, task, label, r) in jobs}
         for future in as_completed(futures):
             finished.append((futures[future], future.result()))
             if on_done:

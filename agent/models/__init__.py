@@ -34,6 +34,14 @@ class ModelError(Exception):
     """The model backend failed for good (after its own retries); ends the run."""
 
 
+class RequestRejected(ModelError):
+    """The endpoint refused the request as it was made (HTTP 400, 422, ...): a parameter it does not support."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason  # the server's own words
+
+
 class Model(Protocol):
     def complete(self, messages: list[dict], **options: Any) -> Reply: ...
 

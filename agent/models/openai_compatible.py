@@ -23,10 +23,11 @@ import jsonschema
 import openai
 
 from agent.config import DEFAULT_BASE_URL
-from agent.models import ModelError, Reply, tool_call
+from agent.models import ModelError, Reply, RequestRejected, tool_call
 from agent.text import scrub
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+MIN_CONNECTIONS, MIN_KEEPALIVE = 100, 20  # httpx's own defaults: the pool is never smaller
 _SENT_AT = "agent.sent_at"
 
 _TEXT = {"type": ["string", "null"]}
@@ -70,14 +71,19 @@ _CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)
 
 class OpenAIModel:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 60.0, max_retries: int = 2, temperature: float | None = None):
+                 timeout: float = 60.0, max_retries: int = 2, temperature: float | None = None,
+                 connections: int = 1):
+        """``connections``: how many requests will be made at once (`agent eval --workers`); the connection
+        pool keeps that many open, so no worker waits for another's connection or opens a new one per call."""
         self.model = model
         self.base_url = base_url or DEFAULT_BASE_URL
         self.timeout = timeout
         self.max_retries = max_retries
         self.temperature = temperature
         self.has_key = bool(api_key)
-        http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]})
+        limits = httpx2.Limits(max_connections=max(connections, MIN_CONNECTIONS),
+                               max_keepalive_connections=max(connections, MIN_KEEPALIVE))
+        http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]}, limits=limits)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "not-needed",
                                     timeout=timeout, max_retries=max_retries, http_client=http_client)
 
@@ -263,7 +269,8 @@ class OpenAIModel:
                               "down or overloaded: try again later, or another --base-url (or --local)")
         hint = "; the server may not support --constrain (response_format): drop the flag" if constrained else ""
         hint += "; the server may not support streaming: drop --stream" if streamed else ""
-        return ModelError(f"endpoint rejected the request (HTTP {status}): {message}{hint}")
+        return RequestRejected(f"endpoint rejected the request (HTTP {status}): {message}{hint}",
+                               f"HTTP {status}: {message}")
 
 
 def _events(body: Iterator[bytes]) -> Iterator[bytes]:
