@@ -12,6 +12,7 @@ from typing import Callable
 from agent.cli import EXIT_CODES
 from agent.cli.options import (PROTOCOLS, Parser, add_model_options, check_output_file, environment, positive_int,
                                resolve)
+from agent.cli.servers import add_mcp_options, config_approval, open_servers
 from agent.config import ConfigError
 from agent.evaluation.reports import render_table, summarize, table_rows
 from agent.evaluation.runner import run_eval
@@ -45,6 +46,7 @@ def eval_parser() -> argparse.ArgumentParser:
     parser.add_argument("--list", action="store_true", help="list the suite's tasks (id, category, task) and stop")
     parser.add_argument("--min-pass", type=percentage, metavar="PERCENT",
                         help="exit 4 when a protocol passes fewer than this share of its runs (for CI)")
+    add_mcp_options(parser)
     add_model_options(parser)
     return parser
 
@@ -71,7 +73,15 @@ def eval_command(argv: list[str]) -> int:
     env = environment()
     if args.out is not None:
         check_output_file(args.out, "--out", "results file")
-    tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
+    builtin = set(builtin_registry(".").names)
+    with open_servers(args, env, builtin, config_approval(False), quiet=args.quiet) as servers:
+        return evaluate(args, env, builtin | {t.name for t in servers.tools}, servers.tools)
+
+
+def evaluate(args, env, tool_names: set[str], extra_tools: list) -> int:
+    """The eval, its tasks checked against ``tool_names``; ``extra_tools`` (an MCP server's) offered besides
+    the built-in ones."""
+    tasks = select(load_suite(args.suite, tool_names), args.tasks, args.limit)
     if args.list:
         for task in tasks:
             print(f"{task.id}\t{task.category or '-'}\t{' '.join(task.task.split())}")
@@ -89,7 +99,7 @@ def eval_command(argv: list[str]) -> int:
         print(progress_line(record, done, planned, *widths), file=sys.stderr)
 
     evaluation = run_eval(tasks, setup.protocols, setup.model, setup.settings, repeat=args.repeat, workers=workers,
-                          on_done=None if args.quiet else show)
+                          on_done=None if args.quiet else show, extra_tools=extra_tools)
     summary = summarize(evaluation.runs, list(setup.protocols))
     if evaluation.interrupted:
         print(f"agent eval: interrupted; {len(evaluation.runs)} of {total} runs finished", file=sys.stderr)

@@ -7,13 +7,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from agent.config import Settings
 from agent.evaluation.scripted_tools import scripted_registry
 from agent.evaluation.suites import Task, check_run, write_files
 from agent.loop import Agent, RunResult
-from agent.tools import approve_everything, builtin_registry
+from agent.tools import Tool, approve_everything, builtin_registry
 
 
 @dataclass
@@ -23,8 +23,10 @@ class Evaluation:
     interrupted: bool = False
 
 
-def run_task(task: Task, make_protocol: Callable, model, settings: Settings, label: str, repeat: int = 0) -> dict:
-    """One run of one task in a fresh workspace, with its checks; never raises."""
+def run_task(task: Task, make_protocol: Callable, model, settings: Settings, label: str, repeat: int = 0,
+             extra_tools: Sequence[Tool] = ()) -> dict:
+    """One run of one task in a fresh workspace, with its checks; never raises. ``extra_tools`` (an MCP
+    server's) are offered beside the built-in tools, not beside a task's own."""
     record, started = {"task": task.id, "category": task.category, "repeat": repeat}, time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="agent-eval-") as folder:
@@ -32,6 +34,8 @@ def run_task(task: Task, make_protocol: Callable, model, settings: Settings, lab
             write_files(workspace, task)
             registry = scripted_registry(task.tools, task.results) if task.tools else builtin_registry(
                 str(workspace), approve=approve_everything)  # a throwaway workspace: nothing to protect
+            for tool in extra_tools if not task.tools else ():
+                registry.add(tool)
             result = Agent(model, registry, make_protocol(registry), settings).run(task.task)
             checks = check_run(task.checks, result.answer, result.tool_calls, workspace)
     except Exception as error:
@@ -54,17 +58,20 @@ class _StoppableModel:
 
 
 def run_eval(tasks: list[Task], protocols: dict[str, Callable], model, settings: Settings | None = None, *,
-             repeat: int = 1, workers: int = 1, on_done: Callable[[dict, int, int], None] | None = None) -> Evaluation:
+             repeat: int = 1, workers: int = 1, on_done: Callable[[dict, int, int], None] | None = None,
+             extra_tools: Sequence[Tool] = ()) -> Evaluation:
     """Every task in every protocol, ``repeat`` times, on ``workers`` threads sharing one model.
 
-    ``protocols`` maps a label to a factory ``make(registry) -> protocol``. ``on_done(record, done, total)``
+    ``protocols`` maps a label to a factory ``make(registry) -> protocol``; ``extra_tools`` go with the built-in
+    tools (an MCP server's: one server answers the runs of every thread). ``on_done(record, done, total)``
     is called in this thread as runs finish; Ctrl-C stops the eval and keeps the runs that finished.
     """
     jobs = [(task, label, r) for r in range(repeat) for task in tasks for label in protocols]
     model, finished, interrupted = _StoppableModel(model), [], False
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        futures = {pool.submit(run_task, task, protocols[label], model, settings or Settings(), label, r): i
+        futures = {pool.submit(run_task, task, protocols[label], model, settings or Settings(), label, r,
+                               extra_tools): i
                    for i, (task, label, r) in enumerate(jobs)}
         for future in as_completed(futures):
             finished.append((futures[future], future.result()))
