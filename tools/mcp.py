@@ -32,7 +32,8 @@ MAX_PARAMETER_DESCRIPTION = 300  # characters of each description inside its par
 MAX_SCHEMA_CHARS = 20_000  # a parameter schema longer than this (as JSON) is refused
 MAX_TOOLS = 100  # tools taken from one server
 MAX_RESULT_CHARS = 1_000_000  # of a result's text, before the run's own --max-output cut
-TIMEOUT = 30.0  # seconds for a server to start, and for one call
+TIMEOUT = 30.0  # seconds for one call, and for a server to start
+MIN_START_TIMEOUT = 10.0  # a server gets at least this long to start, whatever the call timeout
 STOP_TIMEOUT = 10.0  # seconds for all servers to shut down (the SDK waits 2 s, then stops the group)
 INSTALL = "pip install 'prompt-protocol-agent[mcp]'"
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -121,12 +122,14 @@ class MCPServers:
             raise ValueError(f"two MCP servers are named {', '.join(twice)}; name them apart: "
                              "--mcp \"NAME=COMMAND ARGS...\" or [mcp.servers.NAME] in agent.toml")
         self.timeout, self.warn = timeout, warn
+        self.start_timeout = max(timeout, MIN_START_TIMEOUT)
         self.tools: list[Tool] = []
         self.servers = [_Server(s) for s in specs]
         self._taken = set(taken)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp", daemon=True)
         self._closed = False
+        self._lock = threading.Lock()
 
     def __enter__(self) -> MCPServers:
         return self.start()
@@ -150,10 +153,10 @@ class MCPServers:
                    for server in self.servers]
         for server, future in pending:
             try:
-                listed = future.result(self.timeout + 1)
+                listed = future.result(self.start_timeout + 1)
             except (FutureTimeout, asyncio.TimeoutError):
                 listed = None
-                self._drop(server, f"({_shown(server.spec)}) did not start within {self.timeout:g}s "
+                self._drop(server, f"({_shown(server.spec)}) did not start within {self.start_timeout:g}s "
                                    "(is it an MCP server speaking stdio?)")
             except Exception as error:
                 listed = None
@@ -168,7 +171,7 @@ class MCPServers:
         server.stop = asyncio.Event()
         server.task = asyncio.ensure_future(self._serve(server, ready))
         try:
-            return await asyncio.wait_for(asyncio.shield(ready), self.timeout)
+            return await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
         except BaseException:
             server.task.cancel()  # a server stuck in start-up is stopped, with its process group
             raise
@@ -200,7 +203,7 @@ class MCPServers:
             if not ready.done():
                 ready.set_exception(error if isinstance(error, Exception) else RuntimeError("stopped"))
             elif not server.dead and not self._closed:
-                server.dead = "it stopped"
+                self._drop(server, f"stopped ({_message(error)[:200]})")
         finally:
             server.session = None
 
@@ -251,19 +254,23 @@ class MCPServers:
 
     def call(self, server: _Server, name: str, arguments: dict) -> str:
         """The text of a call's result; an error result (ToolError) when the server says so, has gone or is late."""
-        if server.dead or server.session is None:
+        session = server.session
+        if server.dead or session is None:
             raise ToolError(f"the MCP server {server.spec.name} is not running ({server.dead or 'it stopped'}); "
                             "its tools cannot be used in this run, use another way")
-        future = asyncio.run_coroutine_threadsafe(server.session.call_tool(name, arguments), self._loop)
+        future = asyncio.run_coroutine_threadsafe(session.call_tool(name, arguments), self._loop)
         try:
             result = future.result(self.timeout)
+        except KeyboardInterrupt:  # the run stops; so does the call
+            future.cancel()
+            raise
         except (FutureTimeout, asyncio.TimeoutError):
             future.cancel()
             self._drop(server, f"did not answer a call to {name} within {self.timeout:g}s; it is stopped")
             raise ToolError(f"the MCP server {server.spec.name} did not answer within {self.timeout:g}s and was "
                             "stopped; its tools cannot be used in this run, use another way") from None
         except Exception as error:
-            if server.session is None or _closed_connection(error):
+            if server.session is None or _connection_lost(error):
                 self._drop(server, f"stopped during a call to {name} ({_message(error)[:200]})")
                 raise ToolError(f"the MCP server {server.spec.name} stopped; its tools cannot be used in this run, "
                                 "use another way") from None
@@ -276,9 +283,10 @@ class MCPServers:
 
     def _drop(self, server: _Server, why: str) -> None:
         """Out of the run: one message, and the server stopped."""
-        if server.dead:
-            return
-        server.dead = why.split(":")[0]
+        with self._lock:  # calls from several threads (eval's workers) may find it gone at once
+            if server.dead:
+                return
+            server.dead = why.split(":")[0]
         self.warn(f"MCP server {server.spec.name} {why}; the run goes on without its tools")
         if server.stop is not None:
             self._loop.call_soon_threadsafe(server.stop.set)
@@ -365,17 +373,23 @@ def _page(cursor: str):
     return types.PaginatedRequestParams(cursor=cursor)
 
 
-def _closed_connection(error: BaseException) -> bool:
-    text = _message(error).lower()
-    return isinstance(error, (ConnectionError, EOFError)) or any(
-        word in text for word in ("connection closed", "closed", "broken", "end of stream"))
+def _connection_lost(error: BaseException) -> bool:
+    """Whether the error is the connection's end (the server has gone), not one about this call (a JSON-RPC
+    error the server sent, a result that does not fit the tool's output schema)."""
+    from mcp.types import CONNECTION_CLOSED
+
+    if getattr(getattr(error, "error", None), "code", None) == CONNECTION_CLOSED:
+        return True
+    return isinstance(error, (OSError, EOFError)) or type(error).__name__ in (
+        "ClosedResourceError", "BrokenResourceError", "EndOfStream")
 
 
 def _message(error: BaseException) -> str:
     """The innermost message of an error (the SDK wraps failures in exception groups)."""
     while getattr(error, "exceptions", None):
         error = error.exceptions[0]
-    return " ".join(str(error).split()) or type(error).__name__
+    text = getattr(error, "message", None)
+    return " ".join(str(text if isinstance(text, str) else error).split()) or type(error).__name__
 
 
 def _why(error: BaseException, server: _Server) -> str:

@@ -17,7 +17,7 @@ from agent.config import Environment
 from agent.text import plural
 
 if TYPE_CHECKING:
-    from agent.cli.options import Toolbox
+    from agent.cli.options import Setup, Toolbox
     from agent.loop import Agent
     from agent.sessions import Session, Sessions
 
@@ -61,10 +61,10 @@ def chat(args, env: Environment, sessions: Sessions, session: Session) -> int:
     setup = resolve(args, env, [args.protocol])
     with open_servers(args, env, builtin_names(tools), config_approval(args.yes), quiet=args.quiet) as servers:
         offer(tools, servers, args.read_only)
-        return talk(args, env, sessions, session, tools, setup)
+        return converse(args, env, sessions, session, tools, setup)
 
 
-def talk(args, env: Environment, sessions: Sessions, session: Session, tools: Toolbox, setup) -> int:
+def converse(args, env: Environment, sessions: Sessions, session: Session, tools: Toolbox, setup: Setup) -> int:
     display = AnswerStream() if (sys.stdout.isatty() if args.stream is None else args.stream) else None
     agent = build_agent(args, setup, tools, progress=not args.quiet, display=display)
     from agent.trace import fan_out

@@ -46,8 +46,8 @@ def add_mcp_options(parser: argparse.ArgumentParser) -> None:
                        help="start this MCP server (stdio) and offer its tools, named SERVER_TOOL; repeatable; "
                             "NAME=COMMAND names it; more in agent.toml")
     group.add_argument("--mcp-timeout", type=positive_float, metavar="SECONDS",
-                       help="for an MCP server to start, and for one call to it; default 30 (or agent.toml's "
-                            "mcp.timeout)")
+                       help="for one call to an MCP server, and for it to start (at least 10); default 30 (or "
+                            "agent.toml's mcp.timeout)")
 
 
 def config_files(env: Environment) -> list[Path]:
