@@ -358,3 +358,39 @@ def test_a_server_killed_between_calls_is_found_gone_at_the_next_call(server, wo
     assert "error: the MCP server demo" in results_sent(server.requests[2])[-1]
     assert len([line for line in err.splitlines() if line.startswith("agent: MCP server demo stopped")]) == 1
     assert gone(pids(started))
+
+
+def test_tools_a_server_lists_wrongly_are_left_out_each_with_a_reason():
+    from agent.tools.mcp import MCPServers, ServerSpec, _Server
+
+    said = []
+    servers = MCPServers([], warn=said.append, taken={"calculator"})
+    deep = {"type": "object", "properties": {}}
+    node = deep["properties"]
+    for _ in range(3000):
+        node["a"] = {"type": "object", "properties": {}}
+        node = node["a"]["properties"]
+    listed = [
+        {"name": "ok", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/x"}},
+                                       "$defs": {"x": {"type": "string", "description": "d" * 5000}}}},
+        {"name": "remote", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "https://example.com/s"}}}},
+        {"name": "nowhere", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/none"}}}},
+        {"name": "array", "inputSchema": {"type": "array"}},
+        {"name": "invalid", "inputSchema": {"type": "object", "properties": {"x": {"type": 5}}}},
+        {"name": "wide", "inputSchema": {"type": "object", "properties": {f"p{i}": {} for i in range(3000)}}},
+        {"name": "deep", "inputSchema": deep},
+        {"inputSchema": {"type": "object"}},
+        {"name": "ok"},
+    ]
+    servers._add_tools(_Server(ServerSpec("s", "x")), listed)
+    [tool] = servers.tools
+    assert tool.name == "s_ok" and len(tool.parameters["$defs"]["x"]["description"]) == 300
+    reasons = [line.split(" left out: ")[1] for line in said]
+    assert reasons == ["its input schema refers to 'https://example.com/s', which is not in it",
+                       "its input schema refers to '#/$defs/none', which is not in it",
+                       "its input schema is not a JSON Schema object",
+                       "its input schema is invalid (5 is not valid under any of the given schemas)",
+                       "its input schema is longer than 20,000 characters",
+                       "its input schema cannot be used (RecursionError)",
+                       "it has no name",
+                       "its name s_ok is taken (by a built-in tool or another of the server's tools)"]

@@ -24,6 +24,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Callable
+from urllib.parse import unquote
 
 from .registry import Tool, ToolError
 
@@ -211,7 +212,10 @@ class MCPServers:
         if len(listed) > MAX_TOOLS:
             self.warn(f"MCP server {server.spec.name}: {len(listed)} tools; only the first {MAX_TOOLS} are offered")
         for entry in listed[:MAX_TOOLS]:
-            made = self._tool(server, entry)
+            try:
+                made = self._tool(server, entry)
+            except (RecursionError, ValueError, TypeError) as error:  # a schema nested too deep, say
+                made = f"its input schema cannot be used ({type(error).__name__})"
             if isinstance(made, str):
                 self.warn(f"MCP server {server.spec.name}: tool {str(entry.get('name'))[:80]!r} left out: {made}")
             else:
@@ -242,6 +246,9 @@ class MCPServers:
             Draft202012Validator.check_schema(schema)
         except SchemaError as error:
             return f"its input schema is invalid ({error.message[:200]})"
+        unresolved = _unresolved_reference(schema)
+        if unresolved:
+            return f"its input schema refers to {unresolved[:100]!r}, which is not in it"
         description = _clean(entry.get("description") or entry.get("title") or f"{original} (no description)")
         if len(description) > MAX_DESCRIPTION:
             description = description[:MAX_DESCRIPTION - 1] + "…"
@@ -356,6 +363,36 @@ def _capped(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_capped(item) for item in schema]
     return schema
+
+
+def _unresolved_reference(schema: dict) -> str | None:
+    """A $ref (or $dynamicRef) of the schema that does not point inside it: checking arguments against it would
+    fail (nothing is fetched). Only JSON pointers from the root ("#", "#/$defs/x") are taken."""
+    pending, found = [schema], []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            found += [node[key] for key in ("$ref", "$dynamicRef") if key in node]
+            if "$id" in node and node is not schema:
+                return str(node["$id"])  # a new base for the references below it: not followed here
+            pending += list(node.values())
+        elif isinstance(node, list):
+            pending += node
+    for reference in found:
+        if reference == "#":
+            continue
+        if not isinstance(reference, str) or not reference.startswith("#/"):
+            return str(reference)
+        target = schema
+        for part in reference[2:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                return reference
+    return None
 
 
 def _cap(text: str, limit: int) -> str:
