@@ -247,9 +247,11 @@ def test_agent_toml_in_the_current_folder_needs_approval(workspace, capsys):
     ('[mcp.servers.x]\nargs = ["a"]\n', "mcp.servers.x: 'command' is a required property"),
     ('[mcp.servers.x]\ncommand = "a"\nargs = "b c"\n', "mcp.servers.x.args: 'b c' is not of type 'array'"),
     ('[mcp.servrs.x]\ncommand = "a"\n', "mcp: Additional properties are not allowed ('servrs' was unexpected)"),
+    ("\xff\xfe[mcp]", "cannot read it"),
+    ("# " + "x" * 1_000_000 + "\n", "larger than 1,000,000 bytes"),
 ])
 def test_a_bad_agent_toml_is_one_line_naming_the_file(workspace, capsys, text, problem):
-    (workspace / "agent.toml").write_text(text)
+    (workspace / "agent.toml").write_bytes(text.encode("latin-1") if text.startswith("\xff") else text.encode())
     assert main(["tools"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{workspace / 'agent.toml'}: " in err and problem in err, err

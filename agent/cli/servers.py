@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agent.tools.mcp import MCPServers, ServerSpec
 
 CONFIG_NAME = "agent.toml"
+MAX_CONFIG_BYTES = 1_000_000
 _NAME = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,24}$"}
 CONFIG_SCHEMA = {
     "type": "object", "additionalProperties": False,
@@ -67,6 +68,9 @@ def read_config(path: Path) -> dict:
     from jsonschema.exceptions import best_match
 
     try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES:,} bytes, which is not a configuration file; "
+                              "fix or remove it")
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: cannot read it ({error}); fix or remove the file") from None
