@@ -167,6 +167,8 @@ def test_garbage_on_stdout_is_skipped(server, workspace, capsys):
     server.replies(action("demo_add", a=1, b=2), action(answer="3"))
     code, out, err = run(server, "--mcp", demo("--garbage"), "Add", capsys=capsys)
     assert (code, out) == (0, "3\n") and results_sent(server.requests[1])[-1].endswith("3")
+    assert [line for line in err.splitlines() if not line.startswith("  ")] == [
+        "agent: MCP server demo: 6 tools", err.splitlines()[-1]]  # and the summary: no traceback, no log
 
 
 def test_huge_descriptions_are_capped_and_huge_results_cut(server, workspace, capsys):
@@ -315,6 +317,9 @@ def test_a_suite_naming_a_tool_no_server_brings_is_a_usage_error(workspace, caps
     ("python3 tests/mcp_demo.py", "demo"),
     ("/usr/local/bin/weather-mcp", "weather"),
     ("notes=python3 -m notes_server", "notes"),
+    ("python3 -m company.weather_server --units metric", "weather"),
+    ("python -c 'import server; server.run()'", "python"),
+    ("python3.12 -u server.py", "server"),
 ])
 def test_a_server_is_named_after_its_program(command, name):
     assert parse_command(command).name == name

@@ -76,7 +76,15 @@ def server_name(words: list[str]) -> str:
     its first plain argument's) name, without a path, an extension or an mcp-server prefix."""
     chosen = words[0]
     if PurePath(chosen).stem.rstrip("0123456789.") in _LAUNCHERS or PurePath(chosen).name in _LAUNCHERS:
-        chosen = next((w for w in words[1:] if not w.startswith("-")), chosen)
+        for index, word in enumerate(words[1:], 1):
+            if word == "-c":  # code on the command line: the launcher's own name
+                break
+            if word == "-m" and index + 1 < len(words):  # a module: its name
+                chosen = words[index + 1].rsplit(".", 1)[-1]
+                break
+            if not word.startswith("-"):
+                chosen = word
+                break
     stem = PurePath(chosen.split("@")[0] if not chosen.startswith("@") else chosen.rsplit("/", 1)[-1]).name
     stem = re.sub(r"\.(py|js|mjs|ts)$", "", stem)
     stem = re.sub(r"^(mcp[-_]server[-_]|server[-_]|mcp[-_])|([-_]mcp[-_]server|[-_]server|[-_]mcp)$", "", stem)
@@ -174,6 +182,7 @@ class MCPServers:
         try:
             return await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
         except BaseException:
+            ready.cancel()  # nobody waits for it any more
             server.task.cancel()  # a server stuck in start-up is stopped, with its process group
             raise
 
@@ -205,6 +214,9 @@ class MCPServers:
                 ready.set_exception(error if isinstance(error, Exception) else RuntimeError("stopped"))
             elif not server.dead and not self._closed:
                 self._drop(server, f"stopped ({_message(error)[:200]})")
+        else:
+            if not server.stop.is_set() and not self._closed:
+                self._drop(server, "stopped")
         finally:
             server.session = None
 
@@ -434,6 +446,8 @@ def _why(error: BaseException, server: _Server) -> str:
     why = _message(error)[:300]
     if isinstance(error, FileNotFoundError) or "No such file" in why:
         why = f"no program {server.spec.command!r} (is it installed and on PATH?)"
+    elif why == "Connection closed":
+        why = "it closed the connection before it was ready (did it exit?)"
     last = _last_line(server.errlog)
     return f"{why}; it said: {last}" if last else why
 

@@ -3,6 +3,7 @@ the current folder, then in your configuration folder), started once for the com
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -118,6 +119,11 @@ def open_servers(args, env: Environment, taken, approve: Callable[[str], bool] |
     from agent.tools.mcp import MCPServers, MCPUnavailable
 
     specs, timeout = server_specs(args, env, approve)
+    if specs:  # the SDK logs what a server does wrong (a line that is not JSON-RPC) with a traceback: the
+        # messages that matter come from MCPServers, one line each
+        sdk_log = logging.getLogger("mcp")
+        sdk_log.addHandler(logging.NullHandler())
+        sdk_log.propagate = False
 
     def warn(message: str) -> None:
         print(f"agent: {message}", file=sys.stderr, flush=True)
