@@ -297,8 +297,9 @@ def test_eval_runs_a_suite_whose_tool_comes_from_a_server(server, workspace, cap
     code = main(["eval", str(suite), "--base-url", server.url, "-m", "m", "--workers", "1", "--quiet",
                  "--mcp", demo(), "--out", str(workspace / "out.json")])
     assert code == 0, capsys.readouterr().err
-    runs = json.loads((workspace / "out.json").read_text())["runs"]
-    assert [(r["protocol"], r["passed"]) for r in runs] == [("prompt", True), ("native", True)]
+    results = json.loads((workspace / "out.json").read_text())
+    assert [(r["protocol"], r["passed"]) for r in results["runs"]] == [("prompt", True), ("native", True)]
+    assert results["settings"]["mcp"] == {"demo": [sys.executable, DEMO]}
 
 
 def test_a_suite_naming_a_tool_no_server_brings_is_a_usage_error(workspace, capsys):

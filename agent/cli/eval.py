@@ -75,13 +75,12 @@ def eval_command(argv: list[str]) -> int:
         check_output_file(args.out, "--out", "results file")
     builtin = set(builtin_registry(".").names)
     with open_servers(args, env, builtin, config_approval(False), quiet=args.quiet) as servers:
-        return evaluate(args, env, builtin | {t.name for t in servers.tools}, servers.tools)
+        return evaluate(args, env, builtin, servers)
 
 
-def evaluate(args, env, tool_names: set[str], extra_tools: list) -> int:
-    """The eval, its tasks checked against ``tool_names``; ``extra_tools`` (an MCP server's) offered besides
-    the built-in ones."""
-    tasks = select(load_suite(args.suite, tool_names), args.tasks, args.limit)
+def evaluate(args, env, builtin: set[str], servers) -> int:
+    """The eval, its tasks checked against the built-in tools and the MCP servers' (offered besides them)."""
+    tasks = select(load_suite(args.suite, builtin | {t.name for t in servers.tools}), args.tasks, args.limit)
     if args.list:
         for task in tasks:
             print(f"{task.id}\t{task.category or '-'}\t{' '.join(task.task.split())}")
@@ -99,7 +98,7 @@ def evaluate(args, env, tool_names: set[str], extra_tools: list) -> int:
         print(progress_line(record, done, planned, *widths), file=sys.stderr)
 
     evaluation = run_eval(tasks, setup.protocols, setup.model, setup.settings, repeat=args.repeat, workers=workers,
-                          on_done=None if args.quiet else show, extra_tools=extra_tools)
+                          on_done=None if args.quiet else show, extra_tools=servers.tools)
     summary = summarize(evaluation.runs, list(setup.protocols))
     if evaluation.interrupted:
         print(f"agent eval: interrupted; {len(evaluation.runs)} of {total} runs finished", file=sys.stderr)
@@ -108,7 +107,8 @@ def evaluate(args, env, tool_names: set[str], extra_tools: list) -> int:
         write_json(args.out, {
             "suite": args.suite or BUILTIN, "model": setup.describe(), "started": started, "finished": now(),
             "settings": {**asdict(setup.settings), "constrain": setup.constrain, "repeat": args.repeat,
-                         "workers": workers, "protocols": list(setup.protocols)},
+                         "workers": workers, "protocols": list(setup.protocols),
+                         "mcp": {s.spec.name: [s.spec.command, *s.spec.args] for s in servers.servers}},
             "interrupted": evaluation.interrupted, "runs": evaluation.runs, "summary": summary})
     if evaluation.interrupted:
         return EXIT_CODES["interrupted"]
