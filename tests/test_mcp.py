@@ -402,3 +402,26 @@ def test_tools_a_server_lists_wrongly_are_left_out_each_with_a_reason():
                        "its input schema cannot be used (RecursionError)",
                        "it has no name",
                        "its name s_ok is taken (by a built-in tool or another of the server's tools)"]
+
+
+def test_a_batch_of_calls_to_one_server_runs_at_once_and_comes_back_in_order(server, workspace, capsys):
+    batch = json.dumps([{"type": "tool_call", "tool": "demo_add", "arguments": {"a": n, "b": 100}} for n in (1, 2, 3)])
+    server.replies(batch, action(answer="101, 102, 103"))
+    code, out, err = run(server, "--mcp", demo(), "Add 100 to 1, 2 and 3", capsys=capsys)
+    assert (code, out) == (0, "101, 102, 103\n")
+    sent = results_sent(server.requests[1])[-1]
+    assert [line.split(": ")[-1] for line in sent.splitlines() if line[:1].isdigit()] == ["101", "102", "103"]
+
+
+def test_ctrl_c_while_a_server_starts_leaves_nothing_running(server, workspace):
+    started = workspace / "pids"
+    child = subprocess.Popen([sys.executable, "-m", "agent", "--base-url", server.url, "-m", "m",
+                              "--mcp", demo("--silent", "--pid-file", str(started)), "Hi"], cwd=workspace,
+                             env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not pids(started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130 and "Traceback" not in err and out == "", err
+    assert server.requests == [] and len(pids(started)) == 1 and gone(pids(started))

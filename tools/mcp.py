@@ -113,6 +113,7 @@ class _Server:
     dead: str = ""  # why its tools can no longer be called
     tools: list[str] = field(default_factory=list)  # the names its tools are offered under
     errlog: Any = None
+    starting: Any = None  # the anyio cancel scope of its start, while it starts
 
 
 class MCPServers:
@@ -179,14 +180,16 @@ class MCPServers:
         ready: asyncio.Future = self._loop.create_future()
         server.stop = asyncio.Event()
         server.task = asyncio.ensure_future(self._serve(server, ready))
-        try:
-            return await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
+        try:  # _serve gives up at start_timeout itself; this is a backstop
+            return await asyncio.wait_for(asyncio.shield(ready), self.start_timeout + 2)
         except BaseException:
             ready.cancel()  # nobody waits for it any more
-            server.task.cancel()  # a server stuck in start-up is stopped, with its process group
+            if server.starting is not None:
+                server.starting.cancel()
             raise
 
     async def _serve(self, server: _Server, ready: asyncio.Future) -> None:
+        import anyio
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -197,15 +200,13 @@ class MCPServers:
         try:
             async with stdio_client(params, errlog=server.errlog) as (read, write):
                 async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    listed, cursor = [], None
-                    while len(listed) <= MAX_TOOLS:
-                        page = await (session.list_tools(params=_page(cursor)) if cursor else session.list_tools())
-                        page = page.model_dump(mode="json", by_alias=True, exclude_none=True)
-                        listed += page.get("tools", [])
-                        cursor = page.get("nextCursor")
-                        if not cursor:
-                            break
+                    # cancelled through anyio (never the task itself), so the SDK's shielded shutdown, which
+                    # stops the server's process group, always runs
+                    with anyio.CancelScope() as server.starting, anyio.fail_after(self.start_timeout):
+                        listed = await _list_tools(session)
+                    if server.starting.cancel_called:
+                        raise RuntimeError("stopped while it started")
+                    server.starting = None
                     server.session = session
                     ready.set_result(listed)
                     await server.stop.wait()
@@ -318,10 +319,14 @@ class MCPServers:
         self._closed = True
 
         async def stop_all() -> None:
+            """Each ready server's session ends (its input closed, then its group stopped); one still starting
+            is cancelled, which stops it the same way."""
             tasks = [s.task for s in self.servers if s.task is not None]
             for server in self.servers:
                 if server.stop is not None:
                     server.stop.set()
+                if server.starting is not None:
+                    server.starting.cancel()
             if tasks:
                 await asyncio.wait(tasks, timeout=STOP_TIMEOUT - 1)
 
@@ -335,6 +340,20 @@ class MCPServers:
             for server in self.servers:
                 if server.errlog is not None:
                     server.errlog.close()
+
+
+async def _list_tools(session) -> list[dict]:
+    """The server's tools (wire format), a page at a time, up to a page past MAX_TOOLS."""
+    await session.initialize()
+    listed, cursor = [], None
+    while len(listed) <= MAX_TOOLS:
+        page = await (session.list_tools(params=_page(cursor)) if cursor else session.list_tools())
+        page = page.model_dump(mode="json", by_alias=True, exclude_none=True)
+        listed += page.get("tools", [])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    return listed
 
 
 def result_text(result: dict) -> str:
