@@ -3,6 +3,7 @@
 --pid-file FILE   add the server's process id to this file (a line per start; the tests check it is gone after)
 --garbage         write lines that are not JSON-RPC on stdout before serving
 --silent          never answer: read the input and say nothing
+--noisy           write 20 MB on stderr first
 --huge            a tool with a 50,000-character description, and one whose result is 3 MB of text
 --tool NAME       one more tool, named NAME, that answers "named NAME"
 """
@@ -23,6 +24,10 @@ def main(argv: list[str]) -> None:
         for _ in sys.stdin:
             pass
         time.sleep(3600)
+    if "--noisy" in argv:
+        for _ in range(20):
+            sys.stderr.write("noise " * 174_762 + "\n")
+        sys.stderr.flush()
     if "--garbage" in argv:
         print("hello, this is not JSON-RPC", flush=True)
         print("{\"half\": ", flush=True)

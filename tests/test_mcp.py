@@ -171,6 +171,12 @@ def test_garbage_on_stdout_is_skipped(server, workspace, capsys):
         "agent: MCP server demo: 6 tools", err.splitlines()[-1]]  # and the summary: no traceback, no log
 
 
+def test_a_flood_on_stderr_is_not_kept_and_not_shown(server, workspace, capsys):
+    server.replies(action("demo_add", a=1, b=2), action(answer="3"))
+    code, out, err = run(server, "--mcp", demo("--noisy"), "Add", capsys=capsys)
+    assert (code, out) == (0, "3\n") and "noise" not in err
+
+
 def test_huge_descriptions_are_capped_and_huge_results_cut(server, workspace, capsys):
     server.replies(action("demo_flood"), action(answer="a lot of x"))
     code, out, err = run(server, "--mcp", demo("--huge"), "--max-output", "1000", "Flood", capsys=capsys)

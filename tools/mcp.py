@@ -18,8 +18,9 @@ import hashlib
 import json
 import re
 import shlex
-import tempfile
+import os
 import threading
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -112,7 +113,7 @@ class _Server:
     task: asyncio.Future | None = None
     dead: str = ""  # why its tools can no longer be called
     tools: list[str] = field(default_factory=list)  # the names its tools are offered under
-    errlog: Any = None
+    errlog: _Tail | None = None
     starting: Any = None  # the anyio cancel scope of its start, while it starts
 
 
@@ -194,11 +195,11 @@ class MCPServers:
         from mcp.client.stdio import stdio_client
 
         spec = server.spec
-        server.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # its stderr, for messages
+        server.errlog = _Tail()
         params = StdioServerParameters(command=spec.command, args=spec.args, env=spec.env or None,
                                        encoding_error_handler="replace")
         try:
-            async with stdio_client(params, errlog=server.errlog) as (read, write):
+            async with stdio_client(params, errlog=server.errlog.file) as (read, write):
                 async with ClientSession(read, write) as session:
                     # cancelled through anyio (never the task itself), so the SDK's shielded shutdown, which
                     # stops the server's process group, always runs
@@ -471,16 +472,40 @@ def _why(error: BaseException, server: _Server) -> str:
     return f"{why}; it said: {last}" if last else why
 
 
-def _last_line(errlog) -> str:
-    if errlog is None or errlog.closed:
+class _Tail:
+    """Where a server writes its stderr: a pipe, read on a thread that keeps only the last few kB (a server
+    that writes without end fills neither the memory nor the disk)."""
+
+    KEEP = 4000
+
+    def __init__(self):
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w")
+        self.text = ""
+        threading.Thread(target=self._read, args=(read,), name="mcp-stderr", daemon=True).start()
+
+    def _read(self, fd: int) -> None:
+        try:
+            while chunk := os.read(fd, 65536):  # ends when every writer (the server, its children, us) is gone
+                self.text = (self.text + chunk.decode("utf-8", "replace"))[-self.KEEP:]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def last_line(self) -> str:
+        lines = [line.strip() for line in self.text.splitlines() if line.strip()]
+        return _clean(lines[-1])[:200] if lines else ""
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _last_line(errlog: _Tail | None) -> str:
+    if errlog is None:
         return ""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [line.strip() for line in errlog.read()[-4000:].splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return ""
-    return _clean(lines[-1])[:200] if lines else ""
+    time.sleep(0.05)  # what the server wrote as it ended may still be on its way through the pipe
+    return errlog.last_line()
 
 
 def _shown(spec: ServerSpec) -> str:
