@@ -431,3 +431,14 @@ def test_ctrl_c_while_a_server_starts_leaves_nothing_running(server, workspace):
     out, err = child.communicate(timeout=30)
     assert child.returncode == 130 and "Traceback" not in err and out == "", err
     assert server.requests == [] and len(pids(started)) == 1 and gone(pids(started))
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("", "--mcp '' names no command; pass --mcp \"COMMAND ARGS...\""),
+    ("  ", "--mcp '  ' names no command"),
+    ("mcp-server-time 'unclosed", "--mcp \"mcp-server-time 'unclosed\": No closing quotation; quote the command"),
+])
+def test_an_unusable_mcp_command_is_a_usage_error(workspace, capsys, value, problem):
+    assert main(["tools", "--mcp", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and problem in err, err
