@@ -29,7 +29,7 @@ COMMANDS = (*HANDLERS, "help")
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
                  "--temperature", "--model-path", "--local-model", "--max-steps", "--max-reasks", "--max-output",
                  "--max-history", "--system", "-s", "--tools", "--shell-timeout", "--memory", "--session",
-                 "--context-window"}
+                 "--context-window", "--mcp", "--mcp-timeout"}
 
 
 def main(argv: list[str] | None = None) -> int:

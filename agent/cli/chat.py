@@ -11,12 +11,13 @@ from agent.cli.approval import approver
 from agent.cli.options import (Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment,
                                resolve, toolbox)
 from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, record, report, settle_auto
+from agent.cli.servers import add_mcp_options, builtin_names, config_approval, offer, open_servers
 from agent.cli.sessions import model_label, open_session
 from agent.config import Environment
 from agent.text import plural
 
 if TYPE_CHECKING:
-    from agent.cli.options import Toolbox
+    from agent.cli.options import Setup, Toolbox
     from agent.loop import Agent
     from agent.sessions import Session, Sessions
 
@@ -39,6 +40,7 @@ def chat_parser() -> Parser:
     parser.add_argument("--quiet", action="store_true", help="print only the answers (and errors)")
     parser.set_defaults(json=False)
     add_tool_options(parser)
+    add_mcp_options(parser)
     add_model_options(parser)
     return parser
 
@@ -55,8 +57,15 @@ def chat_command(argv: list[str]) -> int:
 
 
 def chat(args, env: Environment, sessions: Sessions, session: Session, endpoint=False) -> int:
+    """The chat, with the MCP servers it names started once for all its turns."""
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol], endpoint=endpoint)
+    with open_servers(args, env, builtin_names(tools), config_approval(args.yes), quiet=args.quiet) as servers:
+        offer(tools, servers, args.read_only)
+        return converse(args, env, sessions, session, tools, setup)
+
+
+def converse(args, env: Environment, sessions: Sessions, session: Session, tools: Toolbox, setup: Setup) -> int:
     display = AnswerStream() if (sys.stdout.isatty() if args.stream is None else args.stream) else None
     agent = build_agent(args, setup, tools, progress=not args.quiet, display=display)
     label = model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL"))

@@ -14,6 +14,7 @@ from agent.cli import EXIT_CODES
 from agent.cli.options import (ARMS, PROTOCOLS, Parser, add_model_options, check_output_file, choose_endpoint,
                                environment, positive_int, resolve)
 from agent.cli.progress import Bar, Lines
+from agent.cli.servers import add_mcp_options, config_approval, open_servers
 from agent.config import ConfigError
 from agent.evaluation.reports import comparison_rows, comparisons, render_table, summarize, table_rows
 from agent.evaluation.runner import run_eval
@@ -60,6 +61,7 @@ def eval_parser() -> argparse.ArgumentParser:
     parser.add_argument("--list", action="store_true", help="list the suite's tasks (id, category, task) and stop")
     parser.add_argument("--min-pass", type=percentage, metavar="PERCENT",
                         help="exit 4 when an arm passes fewer than this share of its runs (for CI)")
+    add_mcp_options(parser)
     add_model_options(parser)
     return parser
 
@@ -87,7 +89,14 @@ def eval_command(argv: list[str]) -> int:
     for flag, path in (("--out", args.out), ("--html", args.html)):
         if path is not None:
             check_output_file(path, flag, "results file" if flag == "--out" else "report", force=args.force)
-    tasks = select(load_suite(args.suite, set(builtin_registry(".").names)), args.tasks, args.limit)
+    builtin = set(builtin_registry(".").names)
+    with open_servers(args, env, builtin, config_approval(False), quiet=args.quiet) as servers:
+        return evaluate(args, env, builtin, servers)
+
+
+def evaluate(args, env, builtin: set[str], servers) -> int:
+    """The eval, its tasks checked against the built-in tools and the MCP servers' (offered besides them)."""
+    tasks = select(load_suite(args.suite, builtin | {t.name for t in servers.tools}), args.tasks, args.limit)
     if args.list:
         for task in tasks:
             print(f"{task.id}\t{task.category or '-'}\t{' '.join(task.task.split())}")
@@ -108,7 +117,7 @@ def eval_command(argv: list[str]) -> int:
         sys.stderr, labels, [t.id for t in tasks])
     try:
         evaluation = run_eval(tasks, setup.protocols, setup.model, setup.settings, repeat=args.repeat,
-                              workers=workers, on_done=progress)
+                              workers=workers, on_done=progress, extra_tools=servers.tools)
     finally:
         if progress:
             progress.close()
@@ -123,7 +132,8 @@ def eval_command(argv: list[str]) -> int:
     results = {
         "suite": args.suite or BUILTIN, "model": setup.describe(), "started": started, "finished": now(),
         "settings": {**asdict(setup.settings), "constrain": setup.constrain, "repeat": args.repeat,
-                     "workers": workers, "protocols": labels, "arms": labels},
+                     "workers": workers, "protocols": labels, "arms": labels,
+                     "mcp": {s.spec.name: [s.spec.command, *s.spec.args] for s in servers.servers}},
         "interrupted": evaluation.interrupted, "runs": evaluation.runs, "summary": summary, "comparisons": paired}
     if args.out:
         write_json(args.out, results)

@@ -246,7 +246,8 @@ def add_tool_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tools")
     group.add_argument("--tools", type=names, metavar="NAME,...",
                        help=f"the tools the model is offered, default {','.join(DEFAULT_TOOLS)} (and remember, "
-                            "with --memory); spawn_agent, a helper agent, only when named; `agent tools` lists them")
+                            "with --memory); spawn_agent, a helper agent, only when named; none: no built-in tool; "
+                            "an MCP server's tools (--mcp) are all offered besides; `agent tools` lists them")
     group.add_argument("--read-only", action="store_true",
                        help="leave out every tool that can change something: write_file, remember, and the "
                             "run_shell commands that are not read-only")
@@ -300,6 +301,7 @@ def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> 
     every += [memory.tool] if memory else []
     available = [t.name for t in every] + ([] if memory else ["remember"])
     wanted = args.tools or [*DEFAULT_TOOLS, *(["remember"] if memory else [])]
+    wanted = [] if wanted == ["none"] else wanted  # only an MCP server's tools (--mcp)
     unknown = [name for name in wanted if name not in available]
     if unknown:
         close = difflib.get_close_matches(unknown[0], available, n=1)

@@ -15,6 +15,7 @@ from agent.cli import EXIT_CODES
 from agent.cli.approval import approver
 from agent.cli.options import (PROTOCOLS, Parser, add_model_options, add_tool_options, check_output_file, environment,
                                logs_dir, resolve, toolbox)
+from agent.cli.servers import add_mcp_options, builtin_names, config_approval, offer, open_servers
 from agent.cli.sessions import model_label, open_session
 from agent.config import DEFAULT_BASE_URL, ConfigError, Environment
 from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
@@ -53,6 +54,7 @@ def run_parser() -> Parser:
     output.add_argument("--quiet", action="store_true", help="print only the answer (and errors)")
     output.add_argument("--json", action="store_true", help="print the whole result as JSON")
     add_tool_options(parser)
+    add_mcp_options(parser)
     add_model_options(parser)
     return parser
 
@@ -147,10 +149,18 @@ def settle_auto(args, env: Environment):
 
 
 def run_task(args, task: str, env: Environment, sessions: Sessions, session: Session, endpoint=False) -> int:
-    """The run `agent TASK` asks for, as the next turn of ``session`` (saved after it, if it has a name);
-    ``endpoint``: one already chosen (``--protocol auto``), else False."""
+    """The run `agent TASK` asks for, as the next turn of ``session`` (saved after it, if it has a name), with
+    the MCP servers it names started for it; ``endpoint``: one already chosen (``--protocol auto``), else False."""
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol], endpoint=endpoint)
+    with open_servers(args, env, builtin_names(tools), config_approval(args.yes),
+                      quiet=args.quiet or args.json) as servers:
+        offer(tools, servers, args.read_only)
+        return run_turn(args, task, env, sessions, session, tools, setup)
+
+
+def run_turn(args, task: str, env: Environment, sessions: Sessions, session: Session, tools: Toolbox,
+             setup: Setup) -> int:
     display = AnswerStream() if args.stream else None
     agent = build_agent(args, setup, tools, progress=not (args.quiet or args.json), display=display)
     close_records = record(agent, args, env, setup, lambda: session.name)

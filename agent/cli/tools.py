@@ -6,7 +6,8 @@ import argparse
 import json
 
 from agent.cli.approval import approver
-from agent.cli.options import Parser, add_tool_options, toolbox
+from agent.cli.options import Parser, add_tool_options, environment, toolbox
+from agent.cli.servers import add_mcp_options, builtin_names, config_approval, offer, open_servers
 
 
 def tools_parser() -> Parser:
@@ -14,12 +15,19 @@ def tools_parser() -> Parser:
     parser.add_argument("--json", action="store_true", help="print the native tool specs as JSON")
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)  # `agent --quiet tools` is fine
     add_tool_options(parser)
+    add_mcp_options(parser)
     return parser
 
 
 def tools_command(argv: list[str]) -> int:
     args = tools_parser().parse_args(argv)
     tools = toolbox(args, approver(args.read_only, args.yes))
+    with open_servers(args, environment(), builtin_names(tools), config_approval(args.yes), quiet=True) as servers:
+        offer(tools, servers, args.read_only)
+        return show(args, tools)
+
+
+def show(args, tools) -> int:
     if args.json:
         print(json.dumps(tools.registry.openai_tools(), indent=2))
         return 0

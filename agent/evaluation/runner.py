@@ -9,13 +9,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from agent.config import Settings
 from agent.evaluation.scripted_tools import scripted_registry
 from agent.evaluation.suites import Task, check_run, write_files
 from agent.loop import Agent, RunResult
-from agent.tools import approve_everything, builtin_registry
+from agent.tools import Tool, approve_everything, builtin_registry
 
 
 @dataclass
@@ -63,8 +63,10 @@ def _clip(text) -> str | None:
     return f"{text[:half]}\n[... {len(text) - TRANSCRIPT_CHARS} characters cut ...]\n{text[-half:]}"
 
 
-def run_task(task: Task, make_protocol: Callable, model, settings: Settings, label: str, repeat: int = 0) -> dict:
-    """One run of one task in a fresh workspace, with its checks and transcript; never raises."""
+def run_task(task: Task, make_protocol: Callable, model, settings: Settings, label: str, repeat: int = 0,
+             extra_tools: Sequence[Tool] = ()) -> dict:
+    """One run of one task in a fresh workspace, with its checks and transcript; never raises. ``extra_tools``
+    (an MCP server's) are offered beside the built-in tools, not beside a task's own."""
     record, started = {"task": task.id, "category": task.category, "repeat": repeat}, time.monotonic()
     transcript = Transcript()
     try:
@@ -73,6 +75,8 @@ def run_task(task: Task, make_protocol: Callable, model, settings: Settings, lab
             write_files(workspace, task)
             registry = scripted_registry(task.tools, task.results) if task.tools else builtin_registry(
                 str(workspace), approve=approve_everything)  # a throwaway workspace: nothing to protect
+            for tool in extra_tools if not task.tools else ():
+                registry.add(tool)
             result = Agent(model, registry, make_protocol(registry), settings, emit=transcript).run(task.task)
             checks = check_run(task.checks, result.answer, result.tool_calls, workspace)
     except Exception as error:
@@ -104,21 +108,23 @@ class _StoppableModel:
 
 
 def run_eval(tasks: list[Task], protocols: dict[str, Callable], model, settings: Settings | None = None, *,
-             repeat: int = 1, workers: int = 1, on_done: Callable[[dict, int, int], None] | None = None) -> Evaluation:
+             repeat: int = 1, workers: int = 1, on_done: Callable[[dict, int, int], None] | None = None,
+             extra_tools: Sequence[Tool] = ()) -> Evaluation:
     """Every task in every arm, ``repeat`` times, on ``workers`` threads sharing one model.
 
-    ``protocols`` maps an arm's label to a factory ``make(registry) -> protocol``. The runs start in ``schedule``
-    order (each task's arms side by side, task i beginning with arm i mod k) and come back in task order, arms
-    in the order given. ``on_done(record, done, total)`` is called in this thread as runs finish; Ctrl-C stops
-    the eval and keeps the runs that finished.
+    ``protocols`` maps an arm's label to a factory ``make(registry) -> protocol``; ``extra_tools`` go with the
+    built-in tools (an MCP server's: one server answers the runs of every thread). The runs start in
+    ``schedule`` order (each task's arms side by side, task i beginning with arm i mod k) and come back in task
+    order, arms in the order given. ``on_done(record, done, total)`` is called in this thread as runs finish;
+    Ctrl-C stops the eval and keeps the runs that finished.
     """
     labels = list(protocols)
     jobs = schedule(tasks, labels, repeat)
     model, finished, interrupted = _StoppableModel(model), [], False
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        futures = {pool.submit(run_task, task, protocols[label], model, settings or Settings(), label, r):
-                   (r, i, labels.index(label)) for (i, task, label, r) in jobs}
+        futures = {pool.submit(run_task, task, protocols[label], model, settings or Settings(), label, r,
+                               extra_tools): (r, i, labels.index(label)) for (i, task, label, r) in jobs}
         for future in as_completed(futures):
             finished.append((futures[future], future.result()))
             if on_done:
