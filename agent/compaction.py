@@ -12,7 +12,7 @@ from agent.models import Model
 from agent.parsing import strip_reasoning
 from agent.protocols import asks_for_tools
 from agent.streaming import Streamed
-from agent.text import scrub
+from agent.text import scrub, truncate
 
 SHARE = 0.75  # of the context window: past it, the history is summarised
 CHARS_PER_TOKEN = 3  # for an estimate that errs towards more tokens
@@ -21,6 +21,7 @@ RECENT_SHARE = 0.25  # of the context window: the latest steps that fit in it ar
 SUMMARY_WORDS = 250
 MAX_SUMMARY_CHARS = 4000
 MIN_MESSAGE_CHARS = 300  # of each message shown to the summariser, however long the transcript
+TRANSCRIPT_SHARE = 0.6  # of the context window, for what the summariser reads (the rest: its request and brief)
 
 
 class Summariser:
@@ -88,19 +89,30 @@ class Summariser:
         return old, [history[i] for i in kept], history[cut:]
 
     def _summary(self, old: list[dict]) -> tuple[str, dict | None]:
-        budget = (self.window or 0) * CHARS_PER_TOKEN // 2  # half the window for what is summarised
-        each = max(MIN_MESSAGE_CHARS, budget // max(len(old), 1))
-        request = [{"role": "user", "content": prompts.render("summarise", words=SUMMARY_WORDS,
+        task = truncate(self.task.get("content") or "", MAX_SUMMARY_CHARS)
+        budget = int((self.window or 0) * TRANSCRIPT_SHARE) * CHARS_PER_TOKEN - len(task)
+        each = max(MIN_MESSAGE_CHARS, fair_share([_size(m) for m in old], budget))
+        request = [{"role": "user", "content": prompts.render("summarise", words=SUMMARY_WORDS, task=task,
                                                               transcript=transcript(old, each))}]
         reply = self.replies.ask(self.model, request)
         text = strip_reasoning(scrub(reply.content or "")).strip()
         return (text if len(text) <= MAX_SUMMARY_CHARS else text[:MAX_SUMMARY_CHARS] + " [...]"), reply.usage
 
 
+def fair_share(sizes: list[int], budget: int) -> int:
+    """The most characters each message may keep so that all fit in ``budget``: the short ones whole, the
+    long ones cut to one equal share of what is left (so a long tool result is not cut for a short call's sake)."""
+    left = budget
+    for done, size in enumerate(sorted(sizes)):
+        share = left // (len(sizes) - done)
+        if size > share:
+            return share
+        left -= size
+    return max(sizes, default=0)
+
+
 def transcript(messages: list[dict], each: int) -> str:
     """The messages as text for the summariser, each cut to ``each`` characters (head and tail kept)."""
-    from agent.loop import truncate
-
     lines = []
     for message in messages:
         text = truncate(message.get("content") or "", each)
@@ -110,6 +122,11 @@ def transcript(messages: list[dict], each: int) -> str:
         who = {"tool": "Tool result", "assistant": "Assistant"}.get(message["role"], "User")
         lines.append(f"{who}: {text}")
     return "\n\n".join(lines)
+
+
+def _size(message: dict) -> int:
+    return len(message.get("content") or "") + sum(len(c["function"]["name"]) + len(c["function"]["arguments"]) + 2
+                                                    for c in message.get("tool_calls") or [])
 
 
 def _estimate(message: dict) -> int:

@@ -12,7 +12,7 @@ from agent.compaction import Summariser
 from agent.config import Settings
 from agent.models import Model, ModelError, Reply
 from agent.protocols import Final, PromptProtocol, Reask, Step, ToolCall, asks_for_tools
-from agent.text import scrub
+from agent.text import scrub, truncate
 from agent.trace import TraceError
 
 STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted", "error")  # every one used
@@ -275,12 +275,3 @@ def is_result(history: list[dict], index: int) -> bool:
     message = history[index]
     return message["role"] == "tool" or (message["role"] == "user" and index > 0
                                          and asks_for_tools(history[index - 1]))
-
-
-def truncate(text: str, limit: int) -> str:
-    """Keep the head and the tail of a long text, with a note of how much was cut."""
-    if len(text) <= limit:
-        return text
-    head, tail = limit * 3 // 4, limit // 4
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut; {len(text)} in all ...]\n{text[-tail:] if tail else ''}"

@@ -39,3 +39,12 @@ def unreported(missing: int, calls: int) -> str | None:
     if not missing:
         return None
     return NOT_REPORTED if missing == calls else f"{plural(missing, 'call')} unreported"
+
+
+def truncate(text: str, limit: int) -> str:
+    """Keep the head and the tail of a long text, with a note of how much was cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 4, limit // 4
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut; {len(text)} in all ...]\n{text[-tail:] if tail else ''}"

@@ -7,7 +7,7 @@ import pytest
 
 from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
-from agent.compaction import Summariser
+from agent.compaction import Summariser, fair_share
 from agent.protocols import NativeProtocol, PromptProtocol, asks_for_tools
 from agent.tools import Plan, Registry
 from tests.support import action
@@ -116,6 +116,32 @@ def test_a_later_brief_is_written_from_the_earlier_one():
     assert agent.run("Read the pages.").status == "final"
     assert len(model.briefs) >= 2
     assert "[The earlier part of this conversation was replaced by this brief" in model.briefs[1][0]["content"]
+
+
+def test_the_summariser_reads_the_task_and_each_long_result_whole_when_the_window_allows():
+    """A fact in the middle of a long tool result reaches the brief's writer, and so does the task."""
+    registry = Registry()
+
+    @registry.tool
+    def page(n: int) -> str:
+        """Read a page of the book."""
+        return "filler " * 250 + f"the secret of page {n} is {n * 7}" + " filler" * 250
+
+    model = BriefingModel([call("prompt", n, "page", {"n": n}) for n in range(1, 7)] + [final("prompt", "done")])
+    assert Agent(model, registry, settings=Settings(context_window=8192)).run("Add up the secrets.").status == "final"
+    request = model.briefs[0][0]["content"]
+    assert "Add up the secrets." in request and "the secret of page 1 is 7" in request and "characters cut" not in request
+
+
+@pytest.mark.parametrize("sizes, budget, share", [
+    ([100, 100, 5000, 5000], 10_000, 4900),  # the short ones whole, the long ones split what is left
+    ([100, 200], 10_000, 200),  # all fit: nothing is cut
+    ([9000, 9000, 9000], 9000, 3000),
+    ([], 100, 0),
+])
+def test_fair_share(sizes, budget, share):
+    assert fair_share(sizes, budget) == share
+    assert sum(min(size, share) for size in sizes) <= budget
 
 
 def test_without_a_context_window_nothing_is_summarised():

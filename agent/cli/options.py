@@ -96,7 +96,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                              "into a brief (the task, the plan and the latest steps are kept); default: off")
     limits.add_argument("--max-history", type=positive_int, metavar="CHARS",
                         help="drop the oldest tool results beyond this many characters of conversation; "
-                             f"default: {LOCAL_HISTORY_CHARS} for the local model, no limit for endpoints")
+                             f"default: {LOCAL_HISTORY_CHARS} for the local model without --context-window, "
+                             "no limit otherwise")
 
 
 def positive_int(text: str) -> int:
@@ -131,8 +132,10 @@ def resolve(args: argparse.Namespace, env: Environment, protocols: list[str], ar
         endpoint = choose_endpoint(args, env)
     local = endpoint is None
     constrain = args.constrain if args.constrain is not None else local
+    # the local model's small context: older results dropped, unless a brief is to replace them
+    history = args.max_history or (LOCAL_HISTORY_CHARS if local and not args.context_window else None)
     settings = Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
-                        max_history_chars=args.max_history or (LOCAL_HISTORY_CHARS if local else None),
+                        max_history_chars=history,
                         context_window=args.context_window)
     model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if local else None
     factories = {**protocol_factories(protocols, constrain), **arm_factories(arms)}
