@@ -2,7 +2,7 @@
 
 One module per command: run.py (`agent TASK`), chat.py (`agent chat`), sessions.py (`agent sessions`), tools.py
 (`agent tools`), eval.py (`agent eval`), models.py (`agent models`), config.py (`agent config`, `agent keys`),
-completion.py; options.py holds what they share, and
+serve.py (`agent serve`), completion.py; options.py holds what they share, and
 approval.py asks the user before a tool acts. A command's module is imported when it runs, so Ctrl-C at
 start-up is handled like later.
 """
@@ -21,7 +21,8 @@ USAGE_ERROR = 2
 HANDLERS = {"chat": ("agent.cli.chat", "chat_command"), "sessions": ("agent.cli.sessions", "sessions_command"),
             "tools": ("agent.cli.tools", "tools_command"), "eval": ("agent.cli.eval", "eval_command"),
             "models": ("agent.cli.models", "models_command"), "config": ("agent.cli.config", "config_command"),
-            "keys": ("agent.cli.config", "keys_command"), "completion": ("agent.cli.completion", "completion_command")}
+            "keys": ("agent.cli.config", "keys_command"), "completion": ("agent.cli.completion", "completion_command"),
+            "serve": ("agent.cli.serve", "serve_command")}
 COMMANDS = (*HANDLERS, "help")
 # options of `agent TASK` that take a value: the word after one is its value, not a command or the task
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",

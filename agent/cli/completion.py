@@ -34,10 +34,12 @@ def script(shell: str) -> str:
     from agent.cli.eval import eval_parser
     from agent.cli.models import models_parser
     from agent.cli.run import run_parser
+    from agent.cli.serve import serve_parser
     from agent.cli.tools import tools_parser
 
     parsers = {"chat": chat_parser(), "sessions": ["rm", "--json"], "eval": eval_parser(), "tools": tools_parser(),
-               "models": models_parser(), "config": ["path"], "keys": ["set", *KEYS], "completion": ["bash", "zsh"]}
+               "models": models_parser(), "config": ["path"], "keys": ["set", *KEYS], "completion": ["bash", "zsh"],
+               "serve": serve_parser()}
     cases = "\n".join(f'        {name}) COMPREPLY=($(compgen -W "{" ".join(_options(p))}" -- "$cur"));;'
                       for name, p in parsers.items())
     prelude = "autoload -U +X bashcompinit && bashcompinit\n" if shell == "zsh" else ""
