@@ -9,6 +9,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agent.models import Reply
 from agent.parsing import ParseError, load_json
@@ -52,24 +53,38 @@ def translate(body: object, constrain: bool = False) -> Translated:
     RequestError for a request that does not fit OpenAI's format or this server."""
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object (a chat completions request)")
-    registry = tool_registry(body.get("tools"))
-    choice = _choice(body.get("tool_choice", "auto"), registry)
     parallel = body.get("parallel_tool_calls", True)
     if not isinstance(parallel, bool):
         raise RequestError("parallel_tool_calls must be true or false", "parallel_tool_calls")
+    try:
+        key = json.dumps([body.get("tools"), body.get("tool_choice", "auto"), parallel, constrain], sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        raise RequestError("tools must be a non-empty array of function tools", "tools") from None
+    protocol, system = _protocol(key)
     if body.get("n", 1) not in (1, None):
         raise RequestError("n must be 1 in a request with tools", "n")
     if body.get("response_format") not in (None, {"type": "text"}):
         raise RequestError("response_format cannot be combined with tools here: the reply's format is the "
                            "tool-calling protocol's", "response_format")
-    protocol = PromptProtocol(registry, constrain=constrain, choice=choice, parallel=parallel)
+    protocol = copy.copy(protocol)  # the cached one stays as it is
     protocol.options = {**protocol.options, **sampling(body)}
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise RequestError("stream must be true or false", "stream")
     stream_options = body.get("stream_options") or {}
     include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
-    return Translated(conversation(body.get("messages"), protocol), protocol, stream, include_usage)
+    return Translated(conversation(body.get("messages"), protocol, system), protocol, stream, include_usage)
+
+
+@lru_cache(maxsize=64)
+def _protocol(key: str) -> tuple[PromptProtocol, str]:
+    """The protocol for a request's tools, tool_choice, parallel_tool_calls and constraint (JSON, as ``key``) and
+    its system prompt; kept, as clients send the same tools turn after turn and checking their schemas takes
+    most of a request's time here."""
+    tools, choice, parallel, constrain = json.loads(key)
+    registry = tool_registry(tools)
+    protocol = PromptProtocol(registry, constrain=constrain, choice=_choice(choice, registry), parallel=parallel)
+    return protocol, protocol.system_prompt()
 
 
 def sampling(body: dict) -> dict:
@@ -158,7 +173,7 @@ def _choice(value: object, registry: Registry) -> str:
     return name
 
 
-def conversation(messages: object, protocol: PromptProtocol) -> list[dict]:
+def conversation(messages: object, protocol: PromptProtocol, system: str | None = None) -> list[dict]:
     """The client's messages in the protocol's text form, after a system prompt holding the protocol and the
     tools, then the client's own system messages: each assistant message's tool calls as the protocol's JSON
     action, the tool messages that answer them as the protocol's result message; an answer as a final action."""
@@ -168,7 +183,7 @@ def conversation(messages: object, protocol: PromptProtocol) -> list[dict]:
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             raise RequestError(f"messages[{index}] must be an object with a role ({', '.join(ROLES)})",
                                f"messages[{index}]")
-    system = protocol.system_prompt()
+    system = system or protocol.system_prompt()
     own = [_text(m, i) for i, m in enumerate(messages) if m["role"] in ("system", "developer")]
     if any(text.strip() for text in own):
         system += "\nInstructions from the user:\n" + "\n\n".join(t.strip() for t in own if t.strip()) + "\n"
