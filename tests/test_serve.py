@@ -311,7 +311,7 @@ def test_without_the_serve_extra_the_command_says_how_to_install_it(upstream):
     blocked = ("import sys; sys.modules['starlette'] = None; from agent.cli import main; "
                f"sys.exit(main(['serve', '--upstream-url', {upstream.url!r}, '-m', 'm']))")
     done = serve_exit("-c", blocked)
-    assert done.returncode == 2 and "pip install 'prompt-protocol-agent[serve]'" in done.stderr
+    assert done.returncode == 2 and "pip install '.[serve]' in the project folder" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -13,8 +13,8 @@ from agent.config import ConfigError
 from agent.models.local_files import BUILT_IN
 
 HOST, PORT = "127.0.0.1", 8765
-INSTALL = "agent serve needs starlette and uvicorn, which the `serve` extra installs: pip install " \
-          "'prompt-protocol-agent[serve]'"
+INSTALL = "agent serve needs starlette and uvicorn, which the `serve` extra installs: pip install '.[serve]' " \
+          "in the project folder"
 
 
 def serve_parser() -> Parser:
