@@ -1,5 +1,6 @@
 """`agent serve` in front of the scripted upstream, driven by the real openai SDK as its client."""
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -318,3 +319,11 @@ def test_without_the_serve_extra_the_command_says_how_to_install_it(upstream):
 def test_listening_beyond_this_machine_without_a_key_is_warned_about(upstream):
     with serving("--upstream-url", upstream.url, "-m", "m", "--host", "0.0.0.0") as (_, _, said):
         assert "warning: 0.0.0.0 is reachable from other machines and no --api-key is set" in said()
+
+
+def test_ctrl_c_stops_the_server_with_the_interrupted_exit_code(upstream):
+    with serving("--upstream-url", upstream.url, "-m", "m") as (url, child, said):
+        assert httpx.get(f"{url}/models").status_code == 200
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=10) == 130
+        assert said().endswith("agent: interrupted\n") and "Traceback" not in said()

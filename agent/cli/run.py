@@ -40,6 +40,7 @@ def run_parser() -> Parser:
                "  agent tools [--json]    the tools and their parameters\n"
                "  agent eval [SUITE]      compare the protocols on a task suite (agent eval --help)\n"
                "  agent models            the models the endpoint serves\n"
+               "  agent serve             an OpenAI-compatible endpoint giving the model tool calling\n"
                "  agent help              this help\n\n"
                "A task that is exactly a command's name goes after --: agent -- tools\n"
                "With no TASK, the task is read from piped input; with both, the input is added to the task:\n"

@@ -98,7 +98,8 @@ class OpenAIModel:
         """Send a chat completions request as it is, but for this backend's model, and give the answer's content
         type and its body piece by piece, unread (within the timeout and the size limit): `agent serve`'s
         pass-through. An error status is a ModelError, with the status."""
-        response = self._post({**request, "model": self.model})
+        default = {"temperature": self.temperature} if self.temperature is not None else {}
+        response = self._post({**default, **request, "model": self.model})
         return response.headers.get("content-type", "application/json"), self._body(response)
 
     def _request(self, messages: list[dict], options: dict) -> dict:
