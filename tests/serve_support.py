@@ -17,8 +17,9 @@ LISTENING = re.compile(r"listening on (http://\S+/v1)")
 def serving(*args: str, env: dict | None = None):
     """`agent serve ARGS --port 0`, until the block ends; yields (base URL, the process, its stderr so far)."""
     with tempfile.TemporaryFile("w+") as stderr:
-        child = subprocess.Popen([sys.executable, "-m", "agent", "serve", "--port", "0", *args], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=stderr, env=child_env(**(env or {})), text=True)
+        child = subprocess.Popen([sys.executable, "-m", "agent", "serve", "--port", "0", *args],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 env=child_env(**(env or {})), text=True)
         try:
             url, deadline = None, time.monotonic() + 30
             while url is None:

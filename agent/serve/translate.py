@@ -146,7 +146,8 @@ def inline_refs(schema: dict, where: str) -> dict:
         ref = node.pop("$ref", None)
         if ref is not None:
             name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
-            if not isinstance(ref, str) or not ref.startswith(("#/$defs/", "#/definitions/")) or name not in definitions:
+            local = isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))
+            if not local or name not in definitions:
                 raise RequestError(f"{where}: the $ref {str(ref)[:80]!r} does not point into the schema's own $defs "
                                    "(only local references are supported)", where)
             if name in seen:
