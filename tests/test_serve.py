@@ -286,10 +286,11 @@ def test_with_an_api_key_a_client_must_present_it_and_the_upstream_key_is_never_
         up.replies(action(answer="hi"))
         assert friend.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS).choices[0].message.content == "hi"
         assert up.requests[0]["headers"]["authorization"] == f"Bearer {secret}"  # the upstream gets its own key
-        up.error(401, body="invalid api key")
+        up.error(401, body=f"invalid api key {secret}")  # an upstream that echoes the key it was sent
         with pytest.raises(openai.AuthenticationError) as caught:
             friend.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
         assert secret not in caught.value.response.text and "client-key" not in caught.value.response.text
+        assert "invalid api key ***" in caught.value.message
         assert secret not in said()
 
 

@@ -78,7 +78,7 @@ def serve_command(argv: list[str]) -> int:
     name = endpoint.model if endpoint else (args.local_model or env.get("AGENT_LOCAL_MODEL") or "local")
     constrain = args.constrain if args.constrain is not None else endpoint is None
     app = create_app(model, name, api_key=client_key, constrain=constrain, max_reasks=args.max_reasks,
-                     max_body=args.max_body)
+                     max_body=args.max_body, secrets=(endpoint.api_key,) if endpoint and endpoint.api_key else ())
     host, bound = listener.getsockname()[:2]
     upstream = endpoint.base_url or "OpenAI" if endpoint else "the embedded local model"
     print(f"agent serve: listening on http://{_url_host(host)}:{bound}/v1 (model {name} at {upstream}"

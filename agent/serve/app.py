@@ -24,9 +24,10 @@ REASKS_HEADER = "x-agent-reasks"  # how many times the upstream was re-asked for
 
 
 def create_app(model: Model, model_name: str, *, api_key: str | None = None, constrain: bool = False,
-               max_reasks: int = 3, max_body: int = MAX_BODY) -> Starlette:
+               max_reasks: int = 3, max_body: int = MAX_BODY, secrets: tuple[str, ...] = ()) -> Starlette:
     """The application serving ``model`` (named ``model_name`` to clients); with ``api_key``, every request must
-    carry it as a bearer token. ``constrain``: tool requests ask the upstream for schema-constrained replies."""
+    carry it as a bearer token. ``constrain``: tool requests ask the upstream for schema-constrained replies.
+    ``secrets`` (the upstream's key) are cut out of any upstream error shown to a client."""
 
     def refused(request: Request) -> JSONResponse | None:
         if api_key is None:
@@ -53,7 +54,7 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         except RequestError as error:
             return _error(error.status, error.message, param=error.param)
         except ModelError as error:
-            return _upstream_error(error)
+            return _upstream_error(error, secrets)
 
     async def _with_tools(request) -> Response:
         replies = Replies(model, request.protocol, max_reasks, ignore, Counter())
@@ -136,10 +137,13 @@ def _sse(events: list[dict], headers: dict) -> StreamingResponse:
                              headers={"cache-control": "no-cache", **headers})
 
 
-def _upstream_error(error: ModelError) -> JSONResponse:
+def _upstream_error(error: ModelError, secrets: tuple[str, ...]) -> JSONResponse:
     """The upstream's failure, with its status (502 when it gave none: no connection, no usable answer)."""
     status = error.status if error.status and 400 <= error.status <= 599 else 502
-    return _error(status, f"upstream: {error}", "upstream_error", code=status)
+    message = f"upstream: {error}"
+    for secret in secrets:
+        message = message.replace(secret, "***") if secret else message
+    return _error(status, message, "upstream_error", code=status)
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
