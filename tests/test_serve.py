@@ -1,4 +1,5 @@
 """`agent serve` in front of the scripted upstream, driven by the real openai SDK as its client."""
+import asyncio
 import json
 import signal
 import socket
@@ -328,3 +329,42 @@ def test_ctrl_c_stops_the_server_with_the_interrupted_exit_code(upstream):
         child.send_signal(signal.SIGINT)
         assert child.wait(timeout=10) == 130
         assert said().endswith("agent: interrupted\n") and "Traceback" not in said()
+
+
+def in_process(model, *requests, **settings) -> list:
+    """The app called in process (httpx2's ASGI transport) with a model that has no pass-through of its own, as
+    the embedded model: each request's response."""
+    from agent.serve.app import create_app
+
+    async def send():
+        transport = httpx.ASGITransport(app=create_app(model, "local", **settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+            return [await client.post("/v1/chat/completions", json=body) for body in requests]
+
+    return asyncio.run(send())
+
+
+def test_a_model_without_pass_through_answers_requests_without_tools_itself():
+    from agent.models import Reply, ScriptedModel
+
+    model = ScriptedModel([Reply("Hi!", usage={"prompt_tokens": 3, "completion_tokens": 1}), "Hi again."])
+    plain, streamed = in_process(model, {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.5,
+                                         "logit_bias": {"1": 1}, "n": 1},
+                                 {"messages": [{"role": "user", "content": "hi"}], "stream": True,
+                                  "stream_options": ["not", "an", "object"]})
+    assert plain.json()["choices"][0]["message"]["content"] == "Hi!" and plain.json()["usage"]["total_tokens"] == 4
+    assert model.calls[0]["options"] == {"temperature": 0.5}  # what the backend takes, nothing it would refuse
+    events = [json.loads(line[6:]) for line in streamed.text.split("\n\n") if line.startswith("data: {")]
+    assert streamed.text.endswith("data: [DONE]\n\n")
+    assert "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"]) == "Hi again."
+
+
+def test_constrained_replies_follow_tool_choice_in_what_the_model_is_asked_for():
+    from agent.models import ScriptedModel
+
+    model = ScriptedModel([action("multiply", a=2, b=3)])
+    response, = in_process(model, {"messages": QUESTION, "tools": TOOLS, "tool_choice": {
+        "type": "function", "function": {"name": "multiply"}}, "parallel_tool_calls": False}, constrain=True)
+    assert response.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "multiply"
+    schema = model.calls[0]["options"]["response_format"]["json_schema"]["schema"]
+    assert [branch["properties"]["tool"]["const"] for branch in schema["anyOf"]] == ["multiply"]

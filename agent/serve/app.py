@@ -47,22 +47,30 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         if denied := refused(request):
             return denied
         try:
-            body = await _read_json(request, max_body)
+            raw = await _read_body(request, max_body)
+            body = await run_in_threadpool(_decode, raw) if len(raw) > 65536 else _decode(raw)
             if isinstance(body, dict) and body.get("tools"):
-                return await _with_tools(translate(body, constrain))
-            return await _passed_on(body)
+                return await with_tools(body)
+            return await pass_on(body)
         except RequestError as error:
             return _error(error.status, error.message, param=error.param)
         except ModelError as error:
             return _upstream_error(error, secrets)
 
-    async def _with_tools(request) -> Response:
+    def answer(body: dict) -> tuple:
+        """Translate the request and get a usable reply (in a worker thread: both can take a while)."""
+        request = translate(body, constrain)
         replies = Replies(model, request.protocol, max_reasks, ignore, Counter())
         try:
-            turn = await run_in_threadpool(replies.next, request.messages)
+            return request, replies, replies.next(request.messages)
         except Stop as stop:
+            return request, replies, stop
+
+    async def with_tools(body: dict) -> Response:
+        request, replies, turn = await run_in_threadpool(answer, body)
+        if isinstance(turn, Stop):
             return _error(502, f"the upstream model's reply stayed malformed after {replies.reasks} re-asks "
-                               f"({stop.error})", "upstream_error", headers={REASKS_HEADER: str(replies.reasks)})
+                               f"({turn.error})", "upstream_error", headers={REASKS_HEADER: str(replies.reasks)})
         counts = replies.counts()
         done = completion(turn, model_name, counts)
         headers = {REASKS_HEADER: str(counts["reasks"])}
@@ -70,7 +78,7 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
             return _sse(chunks(done, request.include_usage), headers)
         return JSONResponse(done, headers=headers)
 
-    async def _passed_on(body: object) -> Response:
+    async def pass_on(body: object) -> Response:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             raise RequestError("the body must be a JSON object with messages (a chat completions request)")
         if hasattr(model, "relay"):
@@ -85,7 +93,8 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         reply = await run_in_threadpool(model.complete, body["messages"], **options)
         done = passed_on(reply, model_name)
         if body.get("stream") is True:
-            include_usage = (body.get("stream_options") or {}).get("include_usage") is True
+            stream_options = body.get("stream_options")
+            include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
             return _sse(chunks(done, include_usage), {REASKS_HEADER: "0"})
         return JSONResponse(done, headers={REASKS_HEADER: "0"})
 
@@ -102,8 +111,8 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
                      exception_handlers={HTTPException: not_found, Exception: failed})
 
 
-async def _read_json(request: Request, limit: int) -> object:
-    """The body as JSON, refused unread past ``limit`` bytes (by its Content-Length, else as it arrives)."""
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused unread past ``limit`` bytes (by its Content-Length, else as it arrives)."""
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit:
         raise RequestError(f"the request body is {int(length):,} bytes, over the limit of {limit:,}", status=413)
@@ -112,6 +121,10 @@ async def _read_json(request: Request, limit: int) -> object:
         body += piece
         if len(body) > limit:
             raise RequestError(f"the request body is over the limit of {limit:,} bytes", status=413)
+    return bytes(body)
+
+
+def _decode(body: bytes) -> object:
     try:
         return json.loads(body.decode("utf-8"))  # C speed; the parts read closely (tools, calls) are checked later
     except UnicodeDecodeError:
