@@ -82,28 +82,31 @@ class ActionSchema:
     compiled once: the final answer's branch, a branch per tool, and whether a batch of calls is allowed. A reply
     is checked against the one branch its `type` and `tool` pick. Made by action_schema."""
 
-    def __init__(self, final: dict, calls: dict[str, dict], batch: dict | None):
-        self.schema = {"anyOf": [final, *calls.values(), *([batch] if batch else [])]}
+    def __init__(self, final: dict | None, calls: dict[str, dict], batch: dict | None):
+        self.schema = {"anyOf": [*([final] if final else []), *calls.values(), *([batch] if batch else [])]}
         Draft202012Validator.check_schema(self.schema)
-        self.final = Draft202012Validator(final)
+        self.final = Draft202012Validator(final) if final else None  # None: a final answer is not allowed
         self.tools = {name: Draft202012Validator(branch) for name, branch in calls.items()}
         self.arguments = {name: Draft202012Validator(branch["properties"]["arguments"])
                           for name, branch in calls.items()}
         self.batch = batch is not None
 
 
-def action_schema(tools: dict[str, dict], batch: bool = True) -> ActionSchema:
-    """The action schema for tools given as name -> parameters; ``batch``: a JSON array of calls is allowed too."""
-    final = {"type": "object",
-             "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
-             "required": ["type", "answer"], "additionalProperties": False}
+def action_schema(tools: dict[str, dict], batch: bool = True, final: bool = True) -> ActionSchema:
+    """The action schema for tools given as name -> parameters; ``batch``: a JSON array of calls is allowed too;
+    ``final``: a final answer is allowed (without it, a reply must call a tool)."""
+    if not (final or tools):
+        raise ValueError("an action schema needs the final answer or at least one tool")
+    answer = {"type": "object",
+              "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
+              "required": ["type", "answer"], "additionalProperties": False}
     calls = {name: {"type": "object",
                     "properties": {"type": {"const": "tool_call"}, "tool": {"const": name},
                                    "arguments": copy.deepcopy(parameters)},
                     "required": ["type", "tool", "arguments"], "additionalProperties": False}
              for name, parameters in tools.items()}
     array = {"type": "array", "items": {"anyOf": list(calls.values())}, "minItems": 1, "maxItems": MAX_BATCH}
-    return ActionSchema(final, calls, array if batch and calls else None)
+    return ActionSchema(answer if final else None, calls, array if batch and calls else None)
 
 
 def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | None = None) -> Parsed:
@@ -409,7 +412,7 @@ def _validate(value: object, actions: ActionSchema) -> None:
             if not _plainly_valid(item, actions, batch=True):
                 _check_item(item, f"$[{index}]", None, actions.tools)
     elif not _plainly_valid(value, actions):
-        _check_item(value, "$", actions.final, actions.tools)
+        _check_item(value, "$", actions.final, actions.tools, batch=False)
 
 
 _CALL_KEYS, _FINAL_KEYS = {"type", "tool", "arguments"}, {"type", "answer"}
@@ -423,19 +426,24 @@ def _plainly_valid(item: object, actions: ActionSchema, batch: bool = False) -> 
     if (item.keys() == _CALL_KEYS and item["type"] == "tool_call" and isinstance(item["tool"], str)
             and item["tool"] in actions.arguments):
         return actions.arguments[item["tool"]].is_valid(item["arguments"])
-    return not batch and item.keys() == _FINAL_KEYS and item["type"] == "final" and isinstance(item["answer"], str)
+    return (not batch and actions.final is not None and item.keys() == _FINAL_KEYS and item["type"] == "final"
+            and isinstance(item["answer"], str))
 
 
 def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
-                tools: dict[str, Draft202012Validator]) -> None:
-    """Raise the most precise error for one action; `final` is None inside a batch, where only calls are allowed."""
+                tools: dict[str, Draft202012Validator], batch: bool = True) -> None:
+    """Raise the most precise error for one action; `final` is None inside a batch, where only calls are allowed,
+    and when the schema allows no final answer (the reply must call a tool)."""
     if not isinstance(item, dict):
         raise ParseError("schema", f"{prefix} must be a tool_call object, got {_KINDS[type(item)]}")
     kind = item.get("type")
     if kind == "final" and final is not None:
         return _raise_first_error(final, item, prefix)
-    if kind == "final":
+    if kind == "final" and batch:
         raise ParseError("schema", f'{prefix}.type must be "tool_call"; send a final answer alone, not in an array')
+    if kind == "final":
+        raise ParseError("schema", f'{prefix}.type must be "tool_call": this reply must call a tool '
+                                   f'({", ".join(tools)}), not give the final answer')
     if kind != "tool_call":
         allowed = '"tool_call" or "final"' if final is not None else '"tool_call"'
         raise ParseError("schema", f"{prefix}.type must be {allowed}")

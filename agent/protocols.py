@@ -61,9 +61,20 @@ class PromptProtocol:
 
     name = "prompt"
 
-    def __init__(self, registry, constrain: bool = False):
+    def __init__(self, registry, constrain: bool = False, choice: str = "auto", parallel: bool = True):
+        """``choice`` narrows what a reply may be, as OpenAI's tool_choice does: "auto" (a call or the final
+        answer), "none" (the final answer), "required" (calls), or a tool's name (calls to it alone);
+        ``parallel`` false allows one call per reply. Both change the schema, so the constraint too."""
         self.registry = registry
-        self.actions = action_schema(registry.parameters())
+        tools = registry.parameters()
+        if choice == "none":
+            tools = {}
+        elif choice not in ("auto", "required"):
+            tools = {choice: tools[choice]}
+        self.actions = action_schema(tools, batch=parallel, final=choice in ("auto", "none"))
+        self.rules = "" if choice == "auto" else prompts.render(f"choice_{choice}" if choice in ("none", "required")
+                                                               else "choice_tool", tool=choice)
+        self.rules += "" if parallel or not tools else prompts.load("one_call")
         self.options: dict = {}
         if constrain:
             self.options["response_format"] = {
@@ -77,7 +88,8 @@ class PromptProtocol:
         example = next((t for t in tools if t.example), None)
         return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
                               names=", ".join(t.name for t in tools) or "(none)",
-                              example=_worked_example(example) if example else "").rstrip() + "\n"
+                              example=_worked_example(example) if example else "").rstrip() + "\n" + (
+                                  f"\n{self.rules}" if self.rules else "")
 
     @staticmethod
     def answer_reader() -> FinalAnswerReader:

@@ -15,7 +15,8 @@ MAX_ENUM = 30  # enum values listed; beyond, the count
 
 def describe(name: str, description: str, parameters: dict) -> str:
     """A signature line with the description, then a line per documented parameter (nested keys indented)."""
-    lines = [f"- {signature(name, parameters)} — {' '.join(description.split())}"]
+    text = " ".join(description.split())
+    lines = [f"- {signature(name, parameters)}" + (f" — {text}" if text else "")]
     lines += _parameter_lines(parameters, indent="    ", depth=0)
     return "\n".join(lines)
 

@@ -2,9 +2,9 @@
 
 One module per command: run.py (`agent TASK`), chat.py (`agent chat`), sessions.py (`agent sessions`), tools.py
 (`agent tools`), eval.py (`agent eval`), models.py (`agent models`), config.py (`agent config`, `agent keys`),
-completion.py, logs.py (`agent logs`), probe.py (`agent probe`, `--protocol auto`); options.py holds what they
-share, and approval.py asks the user before a tool acts. A command's module is imported when it runs, so Ctrl-C at
-start-up is handled like later.
+completion.py, logs.py (`agent logs`), probe.py (`agent probe`, `--protocol auto`), serve.py (`agent serve`);
+options.py holds what they share, and approval.py asks the user before a tool acts. A command's module is
+imported when it runs, so Ctrl-C at start-up is handled like later.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ HANDLERS = {"chat": ("agent.cli.chat", "chat_command"), "sessions": ("agent.cli.
             "tools": ("agent.cli.tools", "tools_command"), "eval": ("agent.cli.eval", "eval_command"),
             "models": ("agent.cli.models", "models_command"), "config": ("agent.cli.config", "config_command"),
             "keys": ("agent.cli.config", "keys_command"), "completion": ("agent.cli.completion", "completion_command"),
-            "logs": ("agent.cli.logs", "logs_command"), "probe": ("agent.cli.probe", "probe_command")}
+            "logs": ("agent.cli.logs", "logs_command"), "probe": ("agent.cli.probe", "probe_command"),
+            "serve": ("agent.cli.serve", "serve_command")}
 COMMANDS = (*HANDLERS, "help")
 # options of `agent TASK` that take a value: the word after one is its value, not a command or the task
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",

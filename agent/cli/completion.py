@@ -36,11 +36,12 @@ def script(shell: str) -> str:
     from agent.cli.models import models_parser
     from agent.cli.probe import probe_parser
     from agent.cli.run import run_parser
+    from agent.cli.serve import serve_parser
     from agent.cli.tools import tools_parser
 
     parsers = {"chat": chat_parser(), "sessions": ["rm", "--json"], "eval": eval_parser(), "tools": tools_parser(),
                "models": models_parser(), "probe": probe_parser(), "config": ["path"], "keys": ["set", *KEYS],
-               "completion": ["bash", "zsh"], "logs": ["show", *_options(logs_parser())]}
+               "completion": ["bash", "zsh"], "logs": ["show", *_options(logs_parser())], "serve": serve_parser()}
     cases = "\n".join(f'        {name}) COMPREPLY=($(compgen -W "{" ".join(_options(p))}" -- "$cur"));;'
                       for name, p in parsers.items())
     prelude = "autoload -U +X bashcompinit && bashcompinit\n" if shell == "zsh" else ""

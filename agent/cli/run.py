@@ -43,6 +43,7 @@ def run_parser() -> Parser:
                "  agent models            the models the endpoint serves\n"
                "  agent logs [show ID]    the runs logged so far, or one with its events (agent logs --help)\n"
                "  agent probe             what the endpoint supports, and the protocol to use\n"
+               "  agent serve             an OpenAI-compatible endpoint giving the model tool calling\n"
                "  agent help              this help\n\n"
                "A task that is exactly a command's name goes after --: agent -- tools\n"
                "With no TASK, the task is read from piped input; with both, the input is added to the task:\n"

@@ -31,7 +31,12 @@ def tool_call(id: str, name: str, arguments) -> dict:
 
 
 class ModelError(Exception):
-    """The model backend failed for good (after its own retries); ends the run."""
+    """The model backend failed for good (after its own retries); ends the run. ``status`` is the HTTP status
+    the endpoint answered with, when it answered with an error status."""
+
+    def __init__(self, message: str = "", status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class RequestRejected(ModelError):

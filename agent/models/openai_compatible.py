@@ -100,6 +100,14 @@ class OpenAIModel:
             return self._reply(self._completion(b"".join(self._body(response))))
         return self._reply(self._assemble(self._body(response), on_text))
 
+    def relay(self, request: dict) -> tuple[str, Iterator[bytes]]:
+        """Send a chat completions request as it is, but for this backend's model, and give the answer's content
+        type and its body piece by piece, unread (within the timeout and the size limit): `agent serve`'s
+        pass-through. An error status is a ModelError, with the status."""
+        default = {"temperature": self.temperature} if self.temperature is not None else {}
+        response = self._post({**default, **request, "model": self.model})
+        return response.headers.get("content-type", "application/json"), self._body(response)
+
     def _request(self, messages: list[dict], options: dict) -> dict:
         request = {"model": self.model, "messages": messages}
         if self.temperature is not None:
@@ -247,6 +255,12 @@ class OpenAIModel:
                               "check --base-url / AGENT_BASE_URL and that the server is running")
         if not isinstance(err, openai.APIStatusError):
             return ModelError(f"unexpected answer from {self.base_url}: {_short(err.message)}")
+        error = self._status_error(err, constrained=constrained, streamed=streamed)
+        error.status = err.status_code
+        return error
+
+    def _status_error(self, err: openai.APIStatusError, *, constrained: bool, streamed: bool) -> ModelError:
+        retries = _retries_taken(err, self.max_retries)
         status, message = err.status_code, _server_message(err)
         if status in (401, 403) and not self.has_key:
             return ModelError(f"{self.base_url} wants an API key (HTTP {status}: {message}); pass --api-key "

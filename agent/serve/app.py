@@ -1,0 +1,164 @@
+"""`agent serve`'s web application (starlette): POST /v1/chat/completions and GET /v1/models in OpenAI's format,
+in front of one upstream model. A request with tools goes through the prompt protocol (agent.serve.translate and
+the loop's own Replies: model call, parse, re-asks); one without is passed on unchanged."""
+from __future__ import annotations
+
+import hmac
+import json
+from collections import Counter
+from collections.abc import Iterator
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from agent.loop import Replies, Stop, ignore
+from agent.models import Model, ModelError
+from agent.serve.translate import RequestError, chunks, completion, error_body, passed_on, sampling, translate
+
+MAX_BODY = 8 * 2**20  # bytes of a request body; a larger one is refused (413) unread
+REASKS_HEADER = "x-agent-reasks"  # how many times the upstream was re-asked for this response
+
+
+def create_app(model: Model, model_name: str, *, api_key: str | None = None, constrain: bool = False,
+               max_reasks: int = 3, max_body: int = MAX_BODY, secrets: tuple[str, ...] = ()) -> Starlette:
+    """The application serving ``model`` (named ``model_name`` to clients); with ``api_key``, every request must
+    carry it as a bearer token. ``constrain``: tool requests ask the upstream for schema-constrained replies.
+    ``secrets`` (the upstream's key) are cut out of any upstream error shown to a client."""
+
+    def refused(request: Request) -> JSONResponse | None:
+        if api_key is None:
+            return None
+        given = request.headers.get("authorization", "")
+        if hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+            return None
+        return _error(401, "missing or wrong API key: send it as the header Authorization: Bearer KEY "
+                           "(the key agent serve was started with, --api-key or AGENT_SERVE_API_KEY)",
+                      "authentication_error", code="invalid_api_key")
+
+    async def models(request: Request) -> Response:
+        return refused(request) or JSONResponse({"object": "list", "data": [
+            {"id": model_name, "object": "model", "created": 0, "owned_by": "agent-serve"}]})
+
+    async def chat(request: Request) -> Response:
+        if denied := refused(request):
+            return denied
+        try:
+            raw = await _read_body(request, max_body)
+            body = await run_in_threadpool(_decode, raw) if len(raw) > 65536 else _decode(raw)
+            if isinstance(body, dict) and body.get("tools"):
+                return await with_tools(body)
+            return await pass_on(body)
+        except RequestError as error:
+            return _error(error.status, error.message, param=error.param)
+        except ModelError as error:
+            return _upstream_error(error, secrets)
+
+    def answer(body: dict) -> tuple:
+        """Translate the request and get a usable reply (in a worker thread: both can take a while)."""
+        request = translate(body, constrain)
+        replies = Replies(model, request.protocol, max_reasks, ignore, Counter())
+        try:
+            return request, replies, replies.next(request.messages)
+        except Stop as stop:
+            return request, replies, stop
+
+    async def with_tools(body: dict) -> Response:
+        request, replies, turn = await run_in_threadpool(answer, body)
+        if isinstance(turn, Stop):
+            return _error(502, f"the upstream model's reply stayed malformed after {replies.reasks} re-asks "
+                               f"({turn.error})", "upstream_error", headers={REASKS_HEADER: str(replies.reasks)})
+        counts = replies.counts()
+        done = completion(turn, model_name, counts)
+        headers = {REASKS_HEADER: str(counts["reasks"])}
+        if request.stream:
+            return _sse(chunks(done, request.include_usage), headers)
+        return JSONResponse(done, headers=headers)
+
+    async def pass_on(body: object) -> Response:
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            raise RequestError("the body must be a JSON object with messages (a chat completions request)")
+        if hasattr(model, "relay"):
+            content_type, pieces = await run_in_threadpool(model.relay, body)
+            if body.get("stream") is not True:
+                content = await run_in_threadpool(b"".join, pieces)
+                return Response(content, media_type=content_type, headers={REASKS_HEADER: "0"})
+            first = await run_in_threadpool(next, pieces, b"")  # an upstream failure before the answer is an error
+            return StreamingResponse(_prepend(first, pieces), media_type=content_type,
+                                     headers={REASKS_HEADER: "0"})
+        options = {**sampling(body), **{k: body[k] for k in ("response_format", "stop") if body.get(k) is not None}}
+        reply = await run_in_threadpool(model.complete, body["messages"], **options)
+        done = passed_on(reply, model_name)
+        if body.get("stream") is True:
+            stream_options = body.get("stream_options")
+            include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
+            return _sse(chunks(done, include_usage), {REASKS_HEADER: "0"})
+        return JSONResponse(done, headers={REASKS_HEADER: "0"})
+
+    async def not_found(request: Request, error: HTTPException) -> Response:
+        kind = "not_found_error" if error.status_code == 404 else "invalid_request_error"
+        return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}; agent serve answers "
+                                         "POST /v1/chat/completions and GET /v1/models", kind)
+
+    async def failed(request: Request, error: Exception) -> Response:
+        return _error(500, f"internal error of agent serve: {type(error).__name__}: {str(error)[:200]}", "server_error")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
+                             Route("/v1/models", models, methods=["GET"])],
+                     exception_handlers={HTTPException: not_found, Exception: failed})
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused unread past ``limit`` bytes (by its Content-Length, else as it arrives)."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise RequestError(f"the request body is {int(length):,} bytes, over the limit of {limit:,}", status=413)
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise RequestError(f"the request body is over the limit of {limit:,} bytes", status=413)
+    return bytes(body)
+
+
+def _decode(body: bytes) -> object:
+    try:
+        return json.loads(body.decode("utf-8"))  # C speed; the parts read closely (tools, calls) are checked later
+    except UnicodeDecodeError:
+        raise RequestError("the request body is not UTF-8 text") from None
+    except RecursionError:
+        raise RequestError("the request body is not JSON that can be read: it is nested too deeply") from None
+    except ValueError as error:
+        raise RequestError(f"the request body is not JSON: {error}") from None
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    """The body's pieces; an upstream failure once the answer has begun ends it with an error event."""
+    yield first
+    try:
+        yield from rest
+    except ModelError as error:
+        yield f"data: {json.dumps(error_body(str(error), 'upstream_error'))}\n\n".encode()
+
+
+def _sse(events: list[dict], headers: dict) -> StreamingResponse:
+    lines = [f"data: {json.dumps(event, ensure_ascii=False)}\n\n" for event in events] + ["data: [DONE]\n\n"]
+    return StreamingResponse(iter(lines), media_type="text/event-stream",
+                             headers={"cache-control": "no-cache", **headers})
+
+
+def _upstream_error(error: ModelError, secrets: tuple[str, ...]) -> JSONResponse:
+    """The upstream's failure, with its status (502 when it gave none: no connection, no usable answer)."""
+    status = error.status if error.status and 400 <= error.status <= 599 else 502
+    message = f"upstream: {error}"
+    for secret in secrets:
+        message = message.replace(secret, "***") if secret else message
+    return _error(status, message, "upstream_error", code=status)
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
+           code: str | int | None = None, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse(error_body(message, kind, param, code), status_code=status, headers=headers)

@@ -1,0 +1,328 @@
+"""OpenAI tool calling ⇄ the prompt protocol, for `agent serve`: a chat completions request with ``tools`` becomes
+the protocol's conversation (the tools in the system prompt, earlier calls and results as the protocol's text)
+and a PromptProtocol whose schema follows ``tool_choice``; a parsed reply becomes a chat completion (or its
+stream of chunks). Plain data in, plain data out: no HTTP here."""
+from __future__ import annotations
+
+import copy
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agent.models import Reply
+from agent.parsing import ParseError, load_json
+from agent.protocols import Final, PromptProtocol, Step, ToolCall
+from agent.tools.registry import Registry, Tool, ToolError
+
+MAX_TOOLS = 128  # as OpenAI's API allows
+MAX_SCHEMA_NODES = 20_000  # a tool's parameters once their $refs are inlined; beyond, the request is refused
+# request options sent on to the upstream with a tools request (the others concern the client's side, or tools)
+SAMPLING = ("temperature", "top_p", "max_tokens", "seed", "presence_penalty", "frequency_penalty")
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+class RequestError(Exception):
+    """A request this server cannot take; ``message`` says what to fix, ``param`` where (as OpenAI's errors do)."""
+
+    def __init__(self, message: str, param: str | None = None, status: int = 400):
+        super().__init__(message)
+        self.message, self.param, self.status = message, param, status
+
+
+@dataclass
+class Translated:
+    """A tools request, ready for the upstream: the conversation, the protocol that reads its replies, and
+    how the client wants the answer."""
+
+    messages: list[dict]
+    protocol: PromptProtocol
+    stream: bool
+    include_usage: bool  # stream_options.include_usage: a last chunk carries the usage
+
+
+def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None,
+               code: str | int | None = None) -> dict:
+    """An error in OpenAI's shape, which clients (the openai SDK) read."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def translate(body: object, constrain: bool = False) -> Translated:
+    """A chat completions request with tools (a decoded JSON body), as the protocol's conversation; raises
+    RequestError for a request that does not fit OpenAI's format or this server."""
+    if not isinstance(body, dict):
+        raise RequestError("the body must be a JSON object (a chat completions request)")
+    parallel = body.get("parallel_tool_calls", True)
+    if not isinstance(parallel, bool):
+        raise RequestError("parallel_tool_calls must be true or false", "parallel_tool_calls")
+    try:
+        key = json.dumps([body.get("tools"), body.get("tool_choice", "auto"), parallel, constrain], sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        raise RequestError("tools must be a non-empty array of function tools", "tools") from None
+    protocol, system = _protocol(key)
+    if body.get("n", 1) not in (1, None):
+        raise RequestError("n must be 1 in a request with tools", "n")
+    if body.get("response_format") not in (None, {"type": "text"}):
+        raise RequestError("response_format cannot be combined with tools here: the reply's format is the "
+                           "tool-calling protocol's", "response_format")
+    protocol = copy.copy(protocol)  # the cached one stays as it is
+    protocol.options = {**protocol.options, **sampling(body)}
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise RequestError("stream must be true or false", "stream")
+    stream_options = body.get("stream_options") or {}
+    include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
+    return Translated(conversation(body.get("messages"), protocol, system), protocol, stream, include_usage)
+
+
+@lru_cache(maxsize=64)
+def _protocol(key: str) -> tuple[PromptProtocol, str]:
+    """The protocol for a request's tools, tool_choice, parallel_tool_calls and constraint (JSON, as ``key``) and
+    its system prompt; kept, as clients send the same tools turn after turn and checking their schemas takes
+    most of a request's time here."""
+    tools, choice, parallel, constrain = json.loads(key)
+    registry = tool_registry(tools)
+    protocol = PromptProtocol(registry, constrain=constrain, choice=_choice(choice, registry), parallel=parallel)
+    return protocol, protocol.system_prompt()
+
+
+def sampling(body: dict) -> dict:
+    """The request's sampling options the upstream gets too (max_completion_tokens as max_tokens)."""
+    options = {key: body[key] for key in SAMPLING if body.get(key) is not None}
+    if body.get("max_completion_tokens") is not None:
+        options["max_tokens"] = body["max_completion_tokens"]
+    return options
+
+
+def tool_registry(tools: object) -> Registry:
+    """The client's function tools as a registry (whose tools are never run here: the client runs them)."""
+    if not isinstance(tools, list) or not tools:
+        raise RequestError("tools must be a non-empty array of function tools", "tools")
+    if len(tools) > MAX_TOOLS:
+        raise RequestError(f"at most {MAX_TOOLS} tools per request, got {len(tools)}", "tools")
+    registry = Registry()
+    for index, spec in enumerate(tools):
+        where = f"tools[{index}]"
+        function = spec.get("function") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or spec.get("type", "function") != "function" or not isinstance(function, dict):
+            raise RequestError(f'{where} must be {{"type": "function", "function": {{"name", "parameters"}}}}', where)
+        name, description = function.get("name"), function.get("description") or ""
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(name, str):
+            raise RequestError(f"{where}.function.name must be a string", f"{where}.function.name")
+        if not isinstance(description, str):
+            raise RequestError(f"{where}.function.description must be a string", f"{where}.function.description")
+        if not isinstance(parameters, dict):
+            raise RequestError(f"{where}.function.parameters must be a JSON Schema object", f"{where}.function")
+        try:
+            registry.add(Tool(name, description, inline_refs(parameters, f"{where}.function.parameters"), _elsewhere))
+        except ValueError as error:
+            raise RequestError(f"{where}: {error}", where) from None
+    return registry
+
+
+def _elsewhere(**arguments) -> None:
+    raise ToolError("this tool runs in the client, not in agent serve")
+
+
+def inline_refs(schema: dict, where: str) -> dict:
+    """``schema`` with its local references (``#/$defs/X``, ``#/definitions/X``, as pydantic writes them) replaced
+    by what they point to: each branch of the action schema must stand alone, and grammar converters want no
+    references. A recursive or remote reference, or an inlined schema too large, is a RequestError."""
+    definitions = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    nodes = 0
+
+    def resolve(node, seen: tuple):
+        nonlocal nodes
+        nodes += 1
+        if nodes > MAX_SCHEMA_NODES:
+            raise RequestError(f"{where} is too large once its $refs are inlined", where)
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}
+        ref = node.pop("$ref", None)
+        if ref is not None:
+            name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
+            local = isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))
+            if not local or name not in definitions:
+                raise RequestError(f"{where}: the $ref {str(ref)[:80]!r} does not point into the schema's own $defs "
+                                   "(only local references are supported)", where)
+            if name in seen:
+                raise RequestError(f"{where}: the $ref to {name!r} is recursive, which is not supported", where)
+            return resolve({**copy.deepcopy(definitions[name]), **node}, (*seen, name))
+        return {key: resolve(value, seen) if key not in ("const", "enum", "default", "examples") else value
+                for key, value in node.items()}
+
+    return resolve(schema, ())
+
+
+def _choice(value: object, registry: Registry) -> str:
+    """tool_choice as PromptProtocol's choice: "auto", "none", "required" or a tool's name."""
+    if value in ("auto", "none", "required"):
+        return value
+    function = value.get("function") if isinstance(value, dict) and value.get("type") == "function" else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str):
+        raise RequestError('tool_choice must be "none", "auto", "required" or '
+                           '{"type": "function", "function": {"name": NAME}}', "tool_choice")
+    if name not in registry:
+        raise RequestError(f"tool_choice names the function {name[:80]!r}, which is not among the tools "
+                           f"({', '.join(registry.names)})", "tool_choice")
+    return name
+
+
+def conversation(messages: object, protocol: PromptProtocol, system: str | None = None) -> list[dict]:
+    """The client's messages in the protocol's text form, after a system prompt holding the protocol and the
+    tools, then the client's own system messages: each assistant message's tool calls as the protocol's JSON
+    action, the tool messages that answer them as the protocol's result message; an answer as a final action."""
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("messages must be a non-empty array", "messages")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            raise RequestError(f"messages[{index}] must be an object with a role ({', '.join(ROLES)})",
+                               f"messages[{index}]")
+    system = system or protocol.system_prompt()
+    own = [_text(m, i) for i, m in enumerate(messages) if m["role"] in ("system", "developer")]
+    if any(text.strip() for text in own):
+        system += "\nInstructions from the user:\n" + "\n\n".join(t.strip() for t in own if t.strip()) + "\n"
+    history, index = [{"role": "system", "content": system}], 0
+    while index < len(messages):
+        message, index = messages[index], index + 1
+        role = message["role"]
+        if role == "user":
+            history.append({"role": "user", "content": _user_content(message, index - 1)})
+        elif role == "tool":
+            raise RequestError(f"messages[{index - 1}] is a tool message that answers no tool call of the assistant "
+                               "message before it", f"messages[{index - 1}]")
+        elif role == "assistant" and message.get("tool_calls"):
+            calls = _calls(message, index - 1)
+            outputs, index = _results(messages, index, calls)
+            actions = [{"type": "tool_call", "tool": c.tool, "arguments": c.arguments} for c in calls]
+            text = json.dumps(actions[0] if len(actions) == 1 else actions, ensure_ascii=False)
+            history += [{"role": "assistant", "content": text}, *protocol.results(calls, outputs)]
+        elif role == "assistant":
+            answer = _text(message, index - 1)
+            history.append({"role": "assistant", "content": json.dumps({"type": "final", "answer": answer},
+                                                                       ensure_ascii=False)})
+    return history
+
+
+def _calls(message: dict, index: int) -> list[ToolCall]:
+    calls = message["tool_calls"]
+    where = f"messages[{index}].tool_calls"
+    if not isinstance(calls, list):
+        raise RequestError(f"{where} must be an array", where)
+    found = []
+    for number, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        raw = function.get("arguments", "{}") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not isinstance(call.get("id"), str) or not isinstance(raw, str):
+            raise RequestError(f'{where}[{number}] must be {{"id", "type": "function", "function": {{"name", '
+                               '"arguments": "<JSON text>"}}', f"{where}[{number}]")
+        try:
+            arguments = load_json(raw) if raw.strip() else {}
+        except ParseError as error:
+            raise RequestError(f"{where}[{number}].function.arguments is not JSON text: {error.message}",
+                               f"{where}[{number}]") from None
+        found.append(ToolCall(name, arguments, id=call["id"]))
+    return found
+
+
+def _results(messages: list, index: int, calls: list[ToolCall]) -> tuple[list[str], int]:
+    """The outputs of ``calls``, in their order, from the tool messages from ``index`` on; and the index after them."""
+    outputs: dict[str, str] = {}
+    ids = {c.id for c in calls}
+    while index < len(messages) and messages[index]["role"] == "tool":
+        call_id = messages[index].get("tool_call_id")
+        if call_id not in ids or call_id in outputs:
+            raise RequestError(f"messages[{index}] is a tool message for tool_call_id {str(call_id)[:80]!r}, which "
+                               "answers no (other) tool call of the assistant message before it",
+                               f"messages[{index}]")
+        outputs[call_id] = _text(messages[index], index)
+        index += 1
+    missing = [c.id for c in calls if c.id not in outputs]
+    if missing:
+        raise RequestError(f"the tool call {missing[0][:80]!r} has no tool message answering it; send each call's "
+                           f"result as a tool message right after the assistant message (before messages[{index}])",
+                           "messages")
+    return [outputs[c.id] for c in calls], index
+
+
+def _text(message: dict, index: int) -> str:
+    """A message's content as text: a string, or the text of an array of text parts."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in content):
+        return "".join(p["text"] for p in content)
+    raise RequestError(f"messages[{index}].content must be a string or an array of text parts",
+                       f"messages[{index}].content")
+
+
+def _user_content(message: dict, index: int) -> str | list:
+    """A user message's content: text as text; an array with other parts (images) is passed on as it is."""
+    content = message.get("content")
+    if isinstance(content, list) and content and all(isinstance(p, dict) and isinstance(p.get("type"), str)
+                                                     for p in content):
+        if all(p["type"] == "text" and isinstance(p.get("text"), str) for p in content):
+            return "".join(p["text"] for p in content)
+        return content
+    return _text(message, index)
+
+
+def completion(turn: Final | Step, model: str, usage: dict) -> dict:
+    """The parsed reply as a chat completion: tool calls (with fresh ids, arguments as JSON text) and finish
+    reason "tool_calls", or the final answer as content and "stop"."""
+    if isinstance(turn, Final):
+        message, finish = {"role": "assistant", "content": turn.answer}, "stop"
+    else:
+        message = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+             "function": {"name": c.tool, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+            for c in turn.calls]}
+        finish = "tool_calls"
+    return _completion(message, finish, model, usage)
+
+
+def passed_on(reply: Reply, model: str) -> dict:
+    """A backend's reply to a request without tools (answered by a model with no pass-through), as a completion."""
+    message = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
+    return _completion(message, reply.finish_reason or "stop", model, reply.usage or {})
+
+
+def _completion(message: dict, finish: str, model: str, usage: dict) -> dict:
+    prompt, produced = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": produced, "total_tokens": prompt + produced}}
+
+
+def chunks(done: dict, include_usage: bool) -> list[dict]:
+    """A completion as the chunks of a stream, as OpenAI sends them: the role, the content, each tool call's id and
+    name then its arguments (deltas with the call's index), the finish reason, and the usage when asked for."""
+    choice = done["choices"][0]
+    message = choice["message"]
+    head = {"id": done["id"], "object": "chat.completion.chunk", "created": done["created"], "model": done["model"]}
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if message.get("content"):
+        out.append(chunk({"content": message["content"]}))
+    for number, call in enumerate(message.get("tool_calls") or []):
+        out.append(chunk({"tool_calls": [{"index": number, "id": call["id"], "type": "function",
+                                          "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        out.append(chunk({"tool_calls": [{"index": number, "function": {"arguments": call["function"]["arguments"]}}]}))
+    out.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        out.append({**head, "choices": [], "usage": done["usage"]})
+    return out
