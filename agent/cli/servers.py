@@ -61,10 +61,8 @@ def config_files(env: Environment) -> list[Path]:
 
 def read_config(path: Path) -> dict:
     """agent.toml, checked against CONFIG_SCHEMA; a file that cannot be used is a ConfigError naming it."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    import tomllib
+
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
