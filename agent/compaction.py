@@ -46,7 +46,7 @@ class Summariser:
         if not old:  # only the latest steps are left: nothing older to summarise
             return False
         started, chars = time.monotonic(), _chars(history)
-        summary, usage = self._summary(old)
+        summary, usage = self._summary(old, self.chars_per_token(history))
         if not summary:  # not asked again in this run: each step would pay for another empty brief
             self.limit = None
             self.emit("compaction_failed", reason="the model wrote an empty brief; the history is no longer "
@@ -88,9 +88,17 @@ class Summariser:
         old = [m for i, m in enumerate(history[:cut]) if i not in (0, task) and i not in kept]
         return old, [history[i] for i in kept], history[cut:]
 
-    def _summary(self, old: list[dict]) -> tuple[str, dict | None]:
+    def chars_per_token(self, history: list[dict]) -> float:
+        """Characters a token of this conversation: measured from the latest reported size where there is one
+        (within 2 to 6), else the cautious estimate."""
+        counted, tokens = self.replies.reported or (0, 0)
+        if not tokens or not 0 < counted <= len(history):
+            return CHARS_PER_TOKEN
+        return min(max(_chars(history[:counted]) / tokens, 2.0), 6.0)
+
+    def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict | None]:
         task = truncate(self.task.get("content") or "", MAX_SUMMARY_CHARS)
-        budget = int((self.window or 0) * TRANSCRIPT_SHARE) * CHARS_PER_TOKEN - len(task)
+        budget = int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task)
         each = max(MIN_MESSAGE_CHARS, fair_share([_size(m) for m in old], budget))
         request = [{"role": "user", "content": prompts.render("summarise", words=SUMMARY_WORDS, task=task,
                                                               transcript=transcript(old, each))}]

@@ -133,6 +133,33 @@ def test_the_summariser_reads_the_task_and_each_long_result_whole_when_the_windo
     assert "Add up the secrets." in request and "the secret of page 1 is 7" in request and "characters cut" not in request
 
 
+class CountingModel(BriefingModel):
+    """Reports its prompt tokens as the endpoint would: here, one token for every five characters."""
+
+    def complete(self, messages, **options):
+        reply = super().complete(messages, **options)
+        tokens = sum(len(m.get("content") or "") for m in messages) // 5
+        return Reply(content=reply.content, tool_calls=reply.tool_calls, usage={"prompt_tokens": tokens,
+                                                                                 "completion_tokens": 10})
+
+
+def test_the_transcript_for_a_brief_is_sized_by_the_reported_tokens_not_the_cautious_estimate():
+    """At 3 characters a token, six results of 3,900 characters would be cut for a window of 8,192 tokens;
+    at the 5 the endpoint's counts show, they fit whole, with the fact in the middle of each."""
+    registry = Registry()
+
+    @registry.tool
+    def page(n: int) -> str:
+        """Read a page of the book."""
+        return "filler " * 270 + f"the secret of page {n} is {n * 7}" + " filler" * 270
+
+    model = CountingModel([call("prompt", n, "page", {"n": n}) for n in range(1, 12)] + [final("prompt", "done")])
+    assert Agent(model, registry, settings=Settings(context_window=8192)).run("Add up the secrets.").status == "final"
+    request = model.briefs[0][0]["content"]
+    summarised = re.findall(r"the secret of page (\d+)", request)
+    assert len(summarised) >= 6 and "characters cut" not in request, (summarised, len(request))
+
+
 @pytest.mark.parametrize("sizes, budget, share", [
     ([100, 100, 5000, 5000], 10_000, 4900),  # the short ones whole, the long ones split what is left
     ([100, 200], 10_000, 200),  # all fit: nothing is cut
