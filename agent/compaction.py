@@ -21,7 +21,8 @@ RECENT_SHARE = 0.25  # of the context window: the latest steps that fit in it ar
 SUMMARY_WORDS = 250
 MAX_SUMMARY_CHARS = 4000
 MIN_MESSAGE_CHARS = 300  # of each message shown to the summariser, however long the transcript
-TRANSCRIPT_SHARE = 0.6  # of the context window, for what the summariser reads (the rest: its request and brief)
+TRANSCRIPT_SHARE = 0.4  # of the context window, for the part one request for a brief holds (beside the brief so far)
+MAX_PIECES = 6  # requests for one brief at the most; beyond that, long messages are cut to fit
 
 
 class Summariser:
@@ -97,14 +98,37 @@ class Summariser:
         return min(max(_chars(history[:counted]) / tokens, 2.0), 6.0)
 
     def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict | None]:
+        """The brief of ``old``, written piece by piece: each request holds the brief so far and the next
+        messages that fit in ``TRANSCRIPT_SHARE`` of the window (a small model reads a short request well)."""
         task = truncate(self.task.get("content") or "", MAX_SUMMARY_CHARS)
-        budget = int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task)
-        each = max(MIN_MESSAGE_CHARS, fair_share([_size(m) for m in old], budget))
-        request = [{"role": "user", "content": prompts.render("summarise", words=SUMMARY_WORDS, task=task,
-                                                              transcript=transcript(old, each))}]
-        reply = self.replies.ask(self.model, request)
-        text = strip_reasoning(scrub(reply.content or "")).strip()
-        return (text if len(text) <= MAX_SUMMARY_CHARS else text[:MAX_SUMMARY_CHARS] + " [...]"), reply.usage
+        budget = max(MIN_MESSAGE_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
+        each = min(budget, max(MIN_MESSAGE_CHARS, fair_share([_size(m) for m in old], budget * MAX_PIECES)))
+        brief, usage = "", {"prompt_tokens": 0, "completion_tokens": 0}
+        for piece in pieces(old, each, budget):
+            earlier = [{"role": "user", "content": prompts.render("summary", summary=brief)}] if brief else []
+            text = "\n\n".join(part for part in (transcript(earlier, MAX_SUMMARY_CHARS * 2), transcript(piece, each))
+                               if part)
+            reply = self.replies.ask(self.model, [{"role": "user", "content": prompts.render(
+                "summarise", words=SUMMARY_WORDS, task=task, transcript=text)}])
+            for kind in usage:
+                usage[kind] += (reply.usage or {}).get(kind) or 0
+            brief = strip_reasoning(scrub(reply.content or "")).strip()
+            if not brief:
+                break
+        return (brief if len(brief) <= MAX_SUMMARY_CHARS else brief[:MAX_SUMMARY_CHARS] + " [...]"), usage
+
+
+def pieces(messages: list[dict], each: int, budget: int) -> list[list[dict]]:
+    """The messages in order, in runs whose sizes (each cut to ``each``) add up to ``budget`` at most."""
+    runs, size = [], budget
+    for message in messages:
+        length = min(_size(message), each)
+        if size + length > budget:
+            runs.append([])
+            size = 0
+        runs[-1].append(message)
+        size += length
+    return runs
 
 
 def fair_share(sizes: list[int], budget: int) -> int:

@@ -91,9 +91,9 @@ def test_a_long_run_is_summarised_more_than_once_and_keeps_the_task_the_plan_and
     result = agent.run("Read every page and name the last word of each.")
     assert (result.status, result.answer) == ("final", "word1 to word8")
     compactions = [data for event, data in events if event == "compaction"]
-    assert len(compactions) >= 2 and len(model.briefs) == len(compactions)
+    assert len(compactions) >= 2 and len(model.briefs) >= len(compactions)
     assert all(c["tokens_after"] < c["tokens_before"] and c["chars_after"] < c["chars_before"] for c in compactions)
-    assert result.model_calls == len(replies) + len(compactions)
+    assert result.model_calls == len(replies) + len(model.briefs)
     first = model.calls[0]["messages"]
     for sent in (c["messages"] for c in model.calls if not is_brief_request(c["messages"])):
         assert sent[:2] == first[:2]  # the system prompt and the task, as they were
@@ -143,9 +143,10 @@ class CountingModel(BriefingModel):
                                                                                  "completion_tokens": 10})
 
 
-def test_the_transcript_for_a_brief_is_sized_by_the_reported_tokens_not_the_cautious_estimate():
-    """At 3 characters a token, six results of 3,900 characters would be cut for a window of 8,192 tokens;
-    at the 5 the endpoint's counts show, they fit whole, with the fact in the middle of each."""
+def test_a_brief_is_written_in_pieces_sized_by_the_reported_tokens_each_result_whole():
+    """The first compaction's older part, six results of 3,900 characters: at the 5 characters a token the
+    endpoint's counts show, 0.4 of a window of 8,192 tokens holds three of them whole (at the cautious 3, two),
+    so the brief takes two requests, the second holding the first's brief, and no result is cut."""
     registry = Registry()
 
     @registry.tool
@@ -154,10 +155,15 @@ def test_the_transcript_for_a_brief_is_sized_by_the_reported_tokens_not_the_caut
         return "filler " * 270 + f"the secret of page {n} is {n * 7}" + " filler" * 270
 
     model = CountingModel([call("prompt", n, "page", {"n": n}) for n in range(1, 12)] + [final("prompt", "done")])
-    assert Agent(model, registry, settings=Settings(context_window=8192)).run("Add up the secrets.").status == "final"
-    request = model.briefs[0][0]["content"]
-    summarised = re.findall(r"the secret of page (\d+)", request)
-    assert len(summarised) >= 6 and "characters cut" not in request, (summarised, len(request))
+    agent = Agent(model, registry, settings=Settings(context_window=8192))
+    briefs_by_compaction = []
+    agent.emit = lambda event, **data: briefs_by_compaction.append(len(model.briefs)) if event == "compaction" else 0
+    assert agent.run("Add up the secrets.").status == "final"
+    first = [messages[0]["content"] for messages in model.briefs[:briefs_by_compaction[0]]]
+    secrets = [int(n) for text in first for n in re.findall(r"the secret of page (\d+) is", text)]
+    assert len(first) == 2 and sorted(secrets) == list(range(1, len(secrets) + 1)) and len(secrets) >= 6
+    assert all("characters cut" not in text and "Add up the secrets." in text for text in first)
+    assert "[The earlier part of this conversation was replaced by this brief" in first[1]
 
 
 @pytest.mark.parametrize("sizes, budget, share", [
@@ -228,8 +234,8 @@ def test_a_long_run_through_the_command_line_compacts_twice_and_answers(server, 
     compactions = [e for e in events if e["event"] == "compaction"]
     assert len(compactions) >= 2
     briefs = [r for r in server.requests if is_brief_request(r["body"]["messages"])]
-    assert len(briefs) == len(compactions) and "tools" not in briefs[0]["body"]
-    assert events[-1]["model_calls"] == PAGES + 1 + len(compactions)
+    assert len(briefs) >= len(compactions) and "tools" not in briefs[0]["body"]
+    assert events[-1]["model_calls"] == PAGES + 1 + len(briefs)
     assert all(paired(request["body"]["messages"]) for request in server.requests)
     assert all(e["tokens_before"] > 3000 * 3 // 4 > e["tokens_after"] for e in compactions)  # 3/4 of the window
     assert len(compactions) < PAGES // 2  # each brief makes room for more than the next step
