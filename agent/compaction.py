@@ -47,11 +47,11 @@ class Summariser:
         if not old:  # only the latest steps are left: nothing older to summarise
             return False
         started, chars = time.monotonic(), _chars(history)
-        summary, usage = self._summary(old, self.chars_per_token(history))
+        summary, usage, requests = self._summary(old, self.chars_per_token(history))
         if not summary:  # not asked again in this run: each step would pay for another empty brief
             self.limit = None
             self.emit("compaction_failed", reason="the model wrote an empty brief; the history is no longer "
-                                                  "summarised in this run", usage=usage)
+                                                  "summarised in this run", usage=usage, requests=requests)
             return False
         note = {"role": "user", "content": prompts.render("summary", summary=summary)}
         history[:] = [history[0], self.task, note, *kept_step, *recent]
@@ -59,7 +59,7 @@ class Summariser:
         self.emit("compaction", messages_before=len(old) + 2 + len(kept_step) + len(recent),
                   messages_after=len(history), chars_before=chars, chars_after=_chars(history),
                   tokens_before=before, tokens_after=self.tokens(history), summarised=len(old),
-                  seconds=round(time.monotonic() - started, 3), usage=usage, summary=summary)
+                  seconds=round(time.monotonic() - started, 3), requests=requests, usage=usage, summary=summary)
         return True
 
     def tokens(self, history: list[dict]) -> int:
@@ -97,14 +97,15 @@ class Summariser:
             return CHARS_PER_TOKEN
         return min(max(_chars(history[:counted]) / tokens, 2.0), 6.0)
 
-    def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict | None]:
+    def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict, int]:
         """The brief of ``old``, written piece by piece: each request holds the brief so far and the next
         messages that fit in ``TRANSCRIPT_SHARE`` of the window (a small model reads a short request well)."""
         task = truncate(self.task.get("content") or "", MAX_SUMMARY_CHARS)
         budget = max(MIN_MESSAGE_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
         each = min(budget, max(MIN_MESSAGE_CHARS, fair_share([_size(m) for m in old], budget * MAX_PIECES)))
-        brief, usage = "", {"prompt_tokens": 0, "completion_tokens": 0}
+        brief, usage, requests = "", {"prompt_tokens": 0, "completion_tokens": 0}, 0
         for piece in pieces(old, each, budget):
+            requests += 1
             earlier = [{"role": "user", "content": prompts.render("summary", summary=brief)}] if brief else []
             text = "\n\n".join(part for part in (transcript(earlier, MAX_SUMMARY_CHARS * 2), transcript(piece, each))
                                if part)
@@ -115,7 +116,7 @@ class Summariser:
             brief = strip_reasoning(scrub(reply.content or "")).strip()
             if not brief:
                 break
-        return (brief if len(brief) <= MAX_SUMMARY_CHARS else brief[:MAX_SUMMARY_CHARS] + " [...]"), usage
+        return (brief if len(brief) <= MAX_SUMMARY_CHARS else brief[:MAX_SUMMARY_CHARS] + " [...]"), usage, requests
 
 
 def pieces(messages: list[dict], each: int, budget: int) -> list[list[dict]]:

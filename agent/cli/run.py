@@ -414,6 +414,7 @@ class Progress:
             self.say(f"{indent}re-ask ({data['kind']}): {short(data['message'], 70)}")
         elif event == "compaction":
             self.say(f"{indent}compacted: {plural(data['summarised'], 'older message')} summarised into a brief "
+                     f"in {plural(data.get('requests', 1), 'request')} "
                      f"(about {data['tokens_before']:,} → {data['tokens_after']:,} tokens)")
         elif event == "compaction_failed":
             self.say(f"{indent}not compacted: {data['reason']}")
