@@ -98,25 +98,24 @@ class Summariser:
         return min(max(_chars(history[:counted]) / tokens, 2.0), 6.0)
 
     def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict, int]:
-        """The brief of ``old``, written piece by piece: each request holds the brief so far and the next
-        messages that fit in ``TRANSCRIPT_SHARE`` of the window (a small model reads a short request well)."""
+        """The brief of ``old``: one brief for each piece of it that fits in ``TRANSCRIPT_SHARE`` of the window
+        (a small model reads a short request well), joined. Each piece's brief is written on its own: asked to
+        carry an earlier brief forward, the embedded model dropped its facts."""
         task = truncate(self.task.get("content") or "", MAX_SUMMARY_CHARS)
         budget = max(MIN_MESSAGE_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
         each = min(budget, max(MIN_MESSAGE_CHARS, fair_share([_size(m) for m in old], budget * MAX_PIECES)))
-        brief, usage, requests = "", {"prompt_tokens": 0, "completion_tokens": 0}, 0
-        for piece in pieces(old, each, budget):
-            requests += 1
-            earlier = [{"role": "user", "content": prompts.render("summary", summary=brief)}] if brief else []
-            text = "\n\n".join(part for part in (transcript(earlier, MAX_SUMMARY_CHARS * 2), transcript(piece, each))
-                               if part)
+        runs = pieces(old, each, budget)
+        briefs, usage = [], {"prompt_tokens": 0, "completion_tokens": 0}
+        for piece in runs:
             reply = self.replies.ask(self.model, [{"role": "user", "content": prompts.render(
-                "summarise", words=SUMMARY_WORDS, task=task, transcript=text)}])
+                "summarise", words=SUMMARY_WORDS, task=task, transcript=transcript(piece, each))}])
             for kind in usage:
                 usage[kind] += (reply.usage or {}).get(kind) or 0
-            brief = strip_reasoning(scrub(reply.content or "")).strip()
-            if not brief:
-                break
-        return (brief if len(brief) <= MAX_SUMMARY_CHARS else brief[:MAX_SUMMARY_CHARS] + " [...]"), usage, requests
+            briefs.append(strip_reasoning(scrub(reply.content or "")).strip())
+            if not briefs[-1]:
+                return "", usage, len(briefs)
+        share = MAX_SUMMARY_CHARS // len(runs)
+        return "\n\n".join(b if len(b) <= share else b[:share] + " [...]" for b in briefs), usage, len(briefs)
 
 
 def pieces(messages: list[dict], each: int, budget: int) -> list[list[dict]]:
