@@ -160,3 +160,26 @@ def test_the_readme_command_answers_with_no_endpoint_configured(local_model, tmp
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "14269" in done.stdout and "calculator(" in done.stderr
+
+
+@pytest.mark.parametrize("constrain", [True, False])
+def test_a_streamed_reply_is_the_reply_complete_gives(local_model, constrain):
+    protocol = PromptProtocol(builtin_registry("."), constrain=constrain)
+    messages = [{"role": "system", "content": protocol.system_prompt()},
+                {"role": "user", "content": "What is the capital of France? Answer without a tool."}]
+    whole = local_model.complete(messages, max_tokens=60, **protocol.options)
+    pieces = []
+    streamed = local_model.stream(messages, pieces.append, max_tokens=60, **protocol.options)
+    assert len(pieces) > 3 and "".join(pieces) == streamed.content == whole.content
+    assert (streamed.finish_reason, streamed.tool_calls) == (whole.finish_reason, whole.tool_calls)
+    for kind in ("prompt_tokens", "completion_tokens"):
+        assert abs(streamed.usage[kind] - whole.usage[kind]) <= 2, (streamed.usage, whole.usage)
+
+
+def test_a_streamed_native_tool_call_is_assembled(local_model):
+    protocol = NativeProtocol(builtin_registry("."))
+    messages = [{"role": "system", "content": protocol.system_prompt()},
+                {"role": "user", "content": "Compute 128*96 + 45**2 - 88/2"}]
+    whole = local_model.complete(messages, **protocol.options)
+    streamed = local_model.stream(messages, lambda text: None, **protocol.options)
+    assert streamed.finish_reason == "tool_calls" and streamed.tool_calls == whole.tool_calls

@@ -10,8 +10,10 @@ import json
 import os
 import re
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from agent.config import ConfigError
 from agent.models import ModelError, Reply, tool_call
@@ -83,6 +85,33 @@ class LocalModel:
         self.max_tokens = max_tokens
 
     def complete(self, messages: list[dict], **options) -> Reply:
+        messages, request = self._request(messages, options)
+        with self._calling():
+            response = self.llama.create_chat_completion(messages=messages, **request)
+        return _reply(response, request.get("tools"))
+
+    def stream(self, messages: list[dict], on_text: Callable[[str], None], **options) -> Reply:
+        """As ``complete``, giving ``on_text`` each piece of the content as llama.cpp writes it. The stream
+        reports no usage: the completion's tokens are its text tokenized again, the prompt's are the rest of
+        what the model holds after the call (each within a token of llama.cpp's own count)."""
+        messages, request = self._request(messages, options)
+        pieces, finish = [], None
+        with self._calling():
+            for chunk in self.llama.create_chat_completion(messages=messages, stream=True, **request):
+                choice = chunk["choices"][0]
+                text = choice["delta"].get("content")
+                if text:
+                    pieces.append(text)
+                    on_text(text)
+                finish = choice.get("finish_reason") or finish
+            content = "".join(pieces)
+            completion = len(self.llama.tokenize(content.encode("utf-8"), add_bos=False)) if content else 0
+            prompt = max(self.llama.n_tokens - completion, 0)
+        response = {"choices": [{"message": {"content": content or None}, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+        return _reply(response, request.get("tools"))
+
+    def _request(self, messages: list[dict], options: dict) -> tuple[list[dict], dict]:
         request = {"temperature": self.temperature, "max_tokens": self.max_tokens,
                    **{key: value for key, value in options.items() if value is not None}}
         response_format = request.pop("response_format", None)
@@ -90,9 +119,14 @@ class LocalModel:
             request.update(_constraint(response_format))
         if request.get("tools"):
             messages = [_with_argument_objects(m) for m in messages]
+        return messages, request
+
+    @contextmanager
+    def _calling(self):
+        """The model's lock held, and llama.cpp's failures as ModelErrors that say what to do."""
         try:
             with self.lock:
-                response = self.llama.create_chat_completion(messages=messages, **request)
+                yield
         except ValueError as error:
             if "exceed context window" in str(error):
                 raise ModelError(f"the conversation no longer fits the local model's context ({self.n_ctx} tokens); "
@@ -100,7 +134,6 @@ class LocalModel:
             raise ModelError(f"the local model failed: {error}") from error
         except RuntimeError as error:
             raise ModelError(f"the local model failed: {error}") from error
-        return _reply(response, request.get("tools"))
 
 
 def _constraint(response_format: dict) -> dict:
