@@ -17,7 +17,8 @@ BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
 PYTHON = [code for kind, code in BLOCKS if kind == "python"]
 # shown runs that need no model: a command, then exactly what it prints
 SHOWN = [code for kind, code in BLOCKS if kind == "" and code.startswith("$ agent ") and code.count("$ ") == 1
-         and " · " not in code and "eval" not in code.splitlines()[0] and not code.startswith("$ agent probe")]
+         and " · " not in code and "eval" not in code.splitlines()[0] and not code.startswith("$ agent probe")
+         and "--local" not in code.splitlines()[0]]
 # `agent probe` shown against an endpoint in one of its situations, which the scripted server plays
 PROBES = [code for kind, code in BLOCKS if kind == "" and code.startswith("$ agent probe --base-url ")]
 
