@@ -267,3 +267,20 @@ def test_ctrl_c_during_a_batch_of_tools_stops_waiting_at_once():
     finally:
         release.set()
     assert result.status == "interrupted" and still_running
+
+
+def test_ctrl_c_during_the_sdks_import_is_not_swallowed():
+    """The SDK's import is where a KeyboardInterrupt was once swallowed (pydantic: 'Exception ignored in ...',
+    and the run went on): Ctrl-C pressed during it arrives once the import is done."""
+    script = ("import os, signal, threading, sys\n"
+              "from agent.cli.options import interrupts_deferred\n"
+              "def pressed(): os.kill(os.getpid(), signal.SIGINT)\n"
+              "try:\n"
+              "    with interrupts_deferred():\n"
+              "        pressed()\n"
+              "        import openai\n"
+              "    print('went on')\n"
+              "except KeyboardInterrupt:\n"
+              "    print('interrupted after the import:', 'openai' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=child_env(), timeout=60)
+    assert done.stdout == "interrupted after the import: True\n" and "Traceback" not in done.stderr

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from agent.cli.options import Parser, add_model_options, choose_endpoint, environment
+from agent.cli.options import Parser, add_model_options, choose_endpoint, environment, interrupts_deferred
 from agent.models import ModelError
 
 
@@ -24,7 +24,8 @@ def models_command(argv: list[str]) -> int:
             print(f"{model.choice}\t{model.title}{' (default)' if model is DEFAULT else ''}")
         return 0
     from agent.cli import EXIT_CODES
-    from agent.models.openai_compatible import OpenAIModel
+    with interrupts_deferred():
+        from agent.models.openai_compatible import OpenAIModel
 
     model = OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=args.timeout)
     try:

@@ -6,11 +6,14 @@ import argparse
 import difflib
 import math
 import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from agent.config import DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
 from agent.models import Model
@@ -152,16 +155,33 @@ def choose_endpoint(args: argparse.Namespace, env: Environment, need_model: bool
     return endpoint
 
 
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C held back until the block ends (it arrives right after). For the SDK's import: a KeyboardInterrupt
+    raised inside pydantic's set-up can be swallowed ('Exception ignored in ...'), and the run went on as if
+    nothing had been pressed."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def build_model(args: argparse.Namespace, endpoint: Endpoint | None, env: Environment,
                 model_path: str | None) -> Model:
     """The OpenAI-compatible model for ``endpoint``; the embedded local model when there is none."""
     if endpoint is None:
-        from agent.models.local import load_local_model
-        from agent.models.local_files import cache_dir
+        with interrupts_deferred():
+            from agent.models.local import load_local_model
+            from agent.models.local_files import cache_dir
 
         return load_local_model(model_path, temperature=args.temperature, cache=cache_dir(env),
                                 local_model=args.local_model or env.get("AGENT_LOCAL_MODEL"))
-    from agent.models.openai_compatible import OpenAIModel
+    with interrupts_deferred():
+        from agent.models.openai_compatible import OpenAIModel
 
     return OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,
                        timeout=args.timeout, temperature=args.temperature,

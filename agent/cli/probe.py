@@ -9,7 +9,8 @@ import sys
 from datetime import datetime, timezone
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import Parser, add_model_options, choose_endpoint, environment, probe_cache
+from agent.cli.options import (Parser, add_model_options, choose_endpoint, environment, interrupts_deferred,
+                               probe_cache)
 from agent.config import DEFAULT_BASE_URL, Endpoint, Environment
 from agent.models import ModelError
 from agent.evaluation.probe import Probe, probe
@@ -59,7 +60,8 @@ def report(found: Probe) -> str:
 
 
 def probe_endpoint(args: argparse.Namespace, endpoint: Endpoint) -> Probe:
-    from agent.models.openai_compatible import OpenAIModel
+    with interrupts_deferred():
+        from agent.models.openai_compatible import OpenAIModel
 
     model = OpenAIModel(endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key,
                         timeout=args.timeout, temperature=args.temperature)
