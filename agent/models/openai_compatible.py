@@ -184,35 +184,27 @@ class OpenAIModel:
 
     def _chunk(self, data: bytes) -> dict:
         """One event's data as a completion chunk, or a ModelError naming what is wrong with it."""
-        try:
-            chunk = json.loads(data)
-        except (ValueError, RecursionError):
-            text = data[:200].decode("utf-8", "replace")
-            raise self._not_a_completion(
-                f"an event of the stream is not JSON ({_short(text, 80) or 'empty'})") from None
-        error = chunk.get("error") if isinstance(chunk, dict) and "choices" not in chunk else None
-        if error:
-            message = error.get("message") if isinstance(error, dict) else None
-            raise ModelError(f"endpoint answered with an error: {_short(str(message or error))}")
-        fault = jsonschema.exceptions.best_match(_CHUNK_VALIDATOR.iter_errors(chunk))
-        if fault is not None:
-            raise self._not_a_completion(f"in a chunk of the stream, {_describe(fault)}")
-        return chunk
+        return self._read(data, _CHUNK_VALIDATOR, "an event of the stream", "in a chunk of the stream, ")
 
     def _completion(self, body: bytes) -> dict:
         """The body as a chat completion, or a ModelError naming what is wrong with it."""
+        return self._read(body, _VALIDATOR, "the body", "")
+
+    def _read(self, raw: bytes, validator, what: str, where: str) -> dict:
+        """``raw`` as JSON that ``validator`` accepts; an error the endpoint sent instead, or JSON of another
+        shape, is a ModelError (``what`` names the text in the message, ``where`` prefixes a shape fault)."""
         try:
-            data = json.loads(body)
+            data = json.loads(raw)
         except (ValueError, RecursionError):
-            text = body[:200].decode("utf-8", "replace")
-            raise self._not_a_completion(f"the body is not JSON ({_short(text, 80) or 'empty'})") from None
+            text = raw[:200].decode("utf-8", "replace")
+            raise self._not_a_completion(f"{what} is not JSON ({_short(text, 80) or 'empty'})") from None
         error = data.get("error") if isinstance(data, dict) and "choices" not in data else None
         if error:
             message = error.get("message") if isinstance(error, dict) else None
             raise ModelError(f"endpoint answered with an error: {_short(str(message or error))}")
-        fault = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+        fault = jsonschema.exceptions.best_match(validator.iter_errors(data))
         if fault is not None:
-            raise self._not_a_completion(_describe(fault))
+            raise self._not_a_completion(where + _describe(fault))
         return data
 
     def _reply(self, completion: dict) -> Reply:
