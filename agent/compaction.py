@@ -120,10 +120,11 @@ class Summariser:
 
 def pieces(messages: list[dict], each: int, budget: int) -> list[list[dict]]:
     """The messages in order, in runs whose sizes (each cut to ``each``) add up to ``budget`` at most."""
-    runs, size = [], budget
+    runs: list[list[dict]] = []
+    size = 0
     for message in messages:
         length = min(_size(message), each)
-        if size + length > budget:
+        if not runs or size + length > budget:
             runs.append([])
             size = 0
         runs[-1].append(message)
