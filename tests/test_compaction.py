@@ -7,7 +7,7 @@ import pytest
 
 from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
-from agent.compaction import Summariser, fair_share
+from agent.compaction import Summariser, fair_share, pieces
 from agent.protocols import NativeProtocol, PromptProtocol, asks_for_tools
 from agent.tools import Plan, Registry
 from tests.support import action
@@ -244,3 +244,8 @@ def test_a_long_run_through_the_command_line_compacts_twice_and_answers(server, 
     last = server.requests[-1]["body"]["messages"]
     assert last[1]["content"] == "Add up the numbers in part1.txt to part8.txt."
     assert "Facts: seen so far." in last[2]["content"] and "number 8" in last[-1]["content"]
+
+
+def test_pieces_keep_order_and_fit_the_budget_an_empty_message_included():
+    empty, short, long = ({"role": "user", "content": "x" * n} for n in (0, 40, 90))
+    assert pieces([empty, short, long, short], each=80, budget=100) == [[empty, short], [long], [short]]
