@@ -7,11 +7,9 @@ import os
 import sys
 from typing import TYPE_CHECKING, Callable
 
-from agent.cli.approval import approver
-from agent.cli.options import (Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment,
-                               resolve, toolbox)
-from agent.cli.run import AnswerStream, add_run_options, build_agent, keep, record, report, settle_auto
-from agent.cli.servers import add_mcp_options, builtin_names, config_approval, offer, open_servers
+from agent.cli.options import Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment
+from agent.cli.run import AnswerStream, add_run_options, build_agent, equipped, keep, record, report, settle_auto
+from agent.cli.servers import add_mcp_options
 from agent.cli.sessions import model_label, open_session
 from agent.config import Environment
 from agent.text import plural
@@ -58,10 +56,7 @@ def chat_command(argv: list[str]) -> int:
 
 def chat(args, env: Environment, sessions: Sessions, session: Session, endpoint=False) -> int:
     """The chat, with the MCP servers it names started once for all its turns."""
-    tools = toolbox(args, approver(args.read_only, args.yes))
-    setup = resolve(args, env, [args.protocol], endpoint=endpoint)
-    with open_servers(args, env, builtin_names(tools), config_approval(args.yes), quiet=args.quiet) as servers:
-        offer(tools, servers, args.read_only)
+    with equipped(args, env, endpoint, quiet=args.quiet) as (tools, setup):
         return converse(args, env, sessions, session, tools, setup)
 
 

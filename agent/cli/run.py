@@ -9,7 +9,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import asdict
 from functools import partial
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from agent.cli import EXIT_CODES
 from agent.cli.approval import approver
@@ -152,12 +152,19 @@ def settle_auto(args, env: Environment):
 def run_task(args, task: str, env: Environment, sessions: Sessions, session: Session, endpoint=False) -> int:
     """The run `agent TASK` asks for, as the next turn of ``session`` (saved after it, if it has a name), with
     the MCP servers it names started for it; ``endpoint``: one already chosen (``--protocol auto``), else False."""
+    with equipped(args, env, endpoint, quiet=args.quiet or args.json) as (tools, setup):
+        return run_turn(args, task, env, sessions, session, tools, setup)
+
+
+@contextmanager
+def equipped(args, env: Environment, endpoint, quiet: bool) -> Iterator[tuple[Toolbox, Setup]]:
+    """The tools and the setup of a run or a chat: the tools `--tools` chooses, and those of the MCP servers
+    the command names, started for the block and stopped after it."""
     tools = toolbox(args, approver(args.read_only, args.yes))
     setup = resolve(args, env, [args.protocol], endpoint=endpoint)
-    with open_servers(args, env, builtin_names(tools), config_approval(args.yes),
-                      quiet=args.quiet or args.json) as servers:
+    with open_servers(args, env, builtin_names(tools), config_approval(args.yes), quiet=quiet) as servers:
         offer(tools, servers, args.read_only)
-        return run_turn(args, task, env, sessions, session, tools, setup)
+        yield tools, setup
 
 
 def run_turn(args, task: str, env: Environment, sessions: Sessions, session: Session, tools: Toolbox,
