@@ -25,6 +25,8 @@ TOO_DEEP = f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)"
 TOO_MANY_DIGITS = "a number in the JSON has too many digits (more than {}); send long numbers as strings"
 MULTIPLE = "found {} JSON actions; send exactly one (or a JSON array of tool_call objects to run several calls)"
 
+NO_ARITHMETIC = "\nJSON has no arithmetic: work the value out and write the number itself, not an expression"
+
 _THINK_TAG = re.compile(r"<(/?)(think|thinking)\s*>", re.I)
 _FENCE = re.compile(r"```[\w-]*+[ \t]*+\n?(.*?)```", re.S)  # possessive: no backtracking into a long tag
 # a `{` or `[` where strict decoding can get past the first character, else one where it fails right there
@@ -41,6 +43,8 @@ _STRING = {'"': re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.S), "'": re.compile
 _STRING_FIX = re.compile(r'\\(.)|"|[\x00-\x1f]', re.S)
 _WHITESPACE = " \t\n\r"  # JSON's
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_ARITHMETIC = re.compile(r"[ \t]*[-+*/%]")  # an operator where the decoder wanted a `,` or `}` after a number
+_NUMBER_END = re.compile(r"[0-9][ \t]*\Z")
 _JSON_WORDS = {"true", "false", "null", "NaN", "Infinity", "-Infinity"}
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 _KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
@@ -118,7 +122,7 @@ def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | N
         try:
             if text and len(text) > MAX_REPLY_CHARS:
                 raise ParseError("too_long", TOO_LONG.format(len(text), MAX_REPLY_CHARS))
-            found = _extract(text)
+            found = _extract(text, joinable=actions.batch)
             _validate(found.value, actions)
         except RecursionError:
             raise ParseError("invalid_json", TOO_DEEP) from None
@@ -173,11 +177,12 @@ def _strip_reasoning(text: str) -> str:
     return "".join(text[max(a, begin):min(b, stop)] for a, b in left if max(a, begin) < min(b, stop))
 
 
-def _extract(text: str | None) -> _Found:
+def _extract(text: str | None, joinable: bool = True) -> _Found:
     """The one action-like value, else the first (preferably fenced) JSON value holding an object.
 
     Prose such as "{x}" or "[1]" is skipped; if nothing usable decodes, or a broken `{` got further than the
     chosen value, that failure is reported as invalid JSON. A scalar or plain array counts only as the whole reply.
+    With ``joinable``, tool calls written one after another are read as one batch (see _joined).
     """
     if not text or not text.strip():
         raise ParseError("no_json", "the reply was empty")
@@ -188,7 +193,10 @@ def _extract(text: str | None) -> _Found:
     found = [f for f in found if _holds_object(f.value)]
     actions = [f for f in found if _is_action(f.value)]
     if len(actions) > 1:
-        raise ParseError("multiple_actions", MULTIPLE.format(len(actions)))
+        joined = _joined(actions) if joinable else None
+        if joined is None:
+            raise ParseError("multiple_actions", MULTIPLE.format(len(actions)))
+        return joined
     if actions:
         return actions[0]
     fences = [match.span(1) for match in _FENCE.finditer(text)]
@@ -371,6 +379,28 @@ def _as_json_string(body: str, quote: str, fixes: set[str]) -> str:
     return '"' + _STRING_FIX.sub(fix, body) + '"'
 
 
+def _joined(actions: list[_Found]) -> _Found | None:
+    """Tool calls written one after another (JSON lines, a habit of small models) as the one batch they mean.
+
+    A final answer after them was written before their results could be read, so it is dropped (and the
+    model answers again once it has them). Anything else, or more calls than a batch holds, is not joined.
+    """
+    calls, repairs, dropped = [], [], False
+    for found in actions:
+        items = found.value if isinstance(found.value, list) else [found.value]
+        if not dropped and all(item.get("type") == "tool_call" for item in items):
+            calls += items
+            repairs += found.repairs
+        elif found is actions[-1] and calls and len(items) == 1 and items[0].get("type") == "final":
+            dropped = True
+        else:
+            return None
+    if len(calls) > MAX_BATCH:
+        return None
+    repairs = [*dict.fromkeys(repairs), "joined_calls", *(["dropped_early_final"] if dropped else [])]
+    return _Found(calls, repairs, actions[0].start, actions[-1].end)
+
+
 def _holds_object(value: object) -> bool:
     return isinstance(value, dict) or isinstance(value, list) and any(isinstance(item, dict) for item in value)
 
@@ -392,8 +422,9 @@ def _invalid_json(text: str, position: int, reason: str) -> ParseError:
     caret = " " * (len(prefix) + column - left) + "^"
     excerpt = f"{prefix}{snippet}".replace("\t", " ")
     line = text.count("\n", 0, position) + 1
+    advice = NO_ARITHMETIC if _ARITHMETIC.match(text, position) and _NUMBER_END.search(text, max(0, position - 40), position) else ""
     return ParseError("invalid_json", f"invalid JSON: {reason} at line {line} column {column + 1}:\n"
-                                      f"  {excerpt}\n  {caret}")
+                                      f"  {excerpt}\n  {caret}{advice}")
 
 
 def _validate(value: object, actions: ActionSchema) -> None:

@@ -250,16 +250,58 @@ def test_duplicate_keys_in_nested_arguments_are_an_error():
     assert (error.kind, error.message) == ("invalid_json", "duplicate key 'path' in an object")
 
 
-@pytest.mark.parametrize("text", [
-    f"{CALC}\n{READ}",
-    f"```json\n{CALC}\n```\nand then\n```json\n{FINAL}\n```",
-    f"First {READ}, then\n```json\n[{CALC}]\n```",
+@pytest.mark.parametrize("text, count", [
+    (f"{FINAL}\n{CALC}", 2),
+    (f"```json\n{FINAL}\n```\nor\n```json\n{FINAL}\n```", 2),
+    (f"{CALC}\n{FINAL}\n{READ}", 3),
+    ("\n".join([CALC] * 9), 9),
 ])
-def test_several_actions_are_an_error(text):
+def test_several_actions_that_are_not_one_batch_are_an_error(text, count):
     error = error_of(text)
     assert error.kind == "multiple_actions"
-    assert error.message == ("found 2 JSON actions; send exactly one "
+    assert error.message == (f"found {count} JSON actions; send exactly one "
                              "(or a JSON array of tool_call objects to run several calls)")
+
+
+@pytest.mark.parametrize("text", [
+    f"{CALC}\n{READ}",
+    f"```json\n{CALC}\n{READ}\n```",
+    f"First {CALC}, then\n```json\n[{READ}]\n```",
+])
+def test_calls_written_one_after_another_are_one_batch(text):
+    parsed = parse(text)
+    assert [call["tool"] for call in parsed.value] == ["calculator", "read_file"]
+    assert parsed.repairs == ["joined_calls"]
+
+
+def test_a_final_answer_written_after_calls_is_dropped_until_their_results_are_in():
+    parsed = parse(f"{CALC}\n{READ}\n{FINAL}")
+    assert [call["tool"] for call in parsed.value] == ["calculator", "read_file"]
+    assert parsed.repairs == ["joined_calls", "dropped_early_final"]
+
+
+def test_joined_calls_keep_the_repairs_their_pieces_needed():
+    parsed = parse(CALC + "\n" + READ.replace('"notes.txt"', "'notes.txt'"))
+    assert parsed.value[1]["arguments"] == {"path": "notes.txt"}
+    assert parsed.repairs == ["single_quotes", "joined_calls"]
+
+
+def test_calls_are_not_joined_where_a_batch_is_not_allowed():
+    with pytest.raises(ParseError) as caught:
+        parse_action(f"{CALC}\n{READ}", action_schema(TOOLS, batch=False))
+    assert caught.value.kind == "multiple_actions"
+
+
+@pytest.mark.parametrize("expression", ["119.0 * (1 + 0.19)", "3 - 1", "10/4"])
+def test_arithmetic_in_the_json_is_answered_with_advice(expression):
+    error = error_of('{"type": "tool_call", "tool": "calculator", "arguments": {"expression": ' + expression + "}}")
+    assert error.kind == "invalid_json"
+    assert error.message.endswith("JSON has no arithmetic: work the value out and write the number itself, "
+                                  "not an expression")
+
+
+def test_other_invalid_json_gets_no_arithmetic_advice():
+    assert "arithmetic" not in error_of('{"type": "final", "answer": "4" "x"}').message
 
 
 def test_an_action_followed_by_a_plain_json_value_is_fine():
