@@ -18,11 +18,13 @@ SHARE = 0.75  # of the context window: past it, the history is summarised
 CHARS_PER_TOKEN = 3  # for an estimate that errs towards more tokens
 MESSAGE_TOKENS = 4  # what a message costs beyond its text
 RECENT_SHARE = 0.25  # of the context window: the latest steps that fit in it are kept as they are (one at least)
-SUMMARY_WORDS = 250
-MAX_SUMMARY_CHARS = 4000
-MIN_MESSAGE_CHARS = 300  # of each message shown to the summariser, however long the transcript
-TRANSCRIPT_SHARE = 0.4  # of the context window, for the part one request for a brief holds (beside the brief so far)
-MAX_PIECES = 6  # requests for one brief at the most; beyond that, long messages are cut to fit
+SHORT_RESULT_CHARS = 400  # a result this long is kept in the brief as it is; a longer one, as the model's note of it
+NOTE_WORDS = 60
+MAX_NOTES = 12  # requests for one brief at the most; the results beyond them are cut to SHORT_RESULT_CHARS
+MAX_TASK_CHARS = 4000
+MAX_SUMMARY_CHARS = 8000
+MIN_RESULT_CHARS = 1000  # of a long result shown to the model for its note, however small the window
+TRANSCRIPT_SHARE = 0.6  # of the context window, for the result one request for a note holds
 
 
 class Summariser:
@@ -98,68 +100,71 @@ class Summariser:
         return min(max(_chars(history[:counted]) / tokens, 2.0), 6.0)
 
     def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict, int]:
-        """The brief of ``old``: one brief for each piece of it that fits in ``TRANSCRIPT_SHARE`` of the window
-        (a small model reads a short request well), joined. Each piece's brief is written on its own: asked to
-        carry an earlier brief forward, the embedded model dropped its facts."""
-        task = truncate(self.task.get("content") or "", MAX_SUMMARY_CHARS)
-        budget = max(MIN_MESSAGE_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
-        each = min(budget, max(MIN_MESSAGE_CHARS, fair_share([_size(m) for m in old], budget * MAX_PIECES)))
-        runs = pieces(old, each, budget)
-        briefs, usage = [], {"prompt_tokens": 0, "completion_tokens": 0}
-        for piece in runs:
-            reply = self.replies.ask(self.model, [{"role": "user", "content": prompts.render(
-                "summarise", words=SUMMARY_WORDS, task=task, transcript=transcript(piece, each))}])
-            for kind in usage:
-                usage[kind] += (reply.usage or {}).get(kind) or 0
-            briefs.append(strip_reasoning(scrub(reply.content or "")).strip())
-            if not briefs[-1]:
-                return "", usage, len(briefs)
-        share = MAX_SUMMARY_CHARS // len(runs)
-        return "\n\n".join(b if len(b) <= share else b[:share] + " [...]" for b in briefs), usage, len(briefs)
+        """The brief of ``old``: a line for each step, its call and what its result said. A short result is kept
+        as it is; the model reads each long one alone, in a request of its own, for the facts the task needs.
+        (Asked for one brief of several long results, the embedded 1.5B model lost their figures or repeated
+        itself; one result at a time it keeps them.) An earlier brief's lines are carried on as they are."""
+        task = truncate(self.task.get("content") or "", MAX_TASK_CHARS)
+        budget = max(MIN_RESULT_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
+        lines, usage, requests = [], {"prompt_tokens": 0, "completion_tokens": 0}, 0
+        for call, result in steps(old):
+            if call is None:  # an earlier brief, or a turn of a conversation
+                lines.append(result)
+                continue
+            if len(result) > SHORT_RESULT_CHARS and requests < MAX_NOTES:
+                reply = self.replies.ask(self.model, [{"role": "user", "content": prompts.render(
+                    "note", task=task, call=call, result=truncate(result, budget), words=NOTE_WORDS)}])
+                requests += 1
+                for kind in usage:
+                    usage[kind] += (reply.usage or {}).get(kind) or 0
+                result = strip_reasoning(scrub(reply.content or ""))
+                if not result.strip():
+                    return "", usage, requests
+            lines.append(f"- {call} -> {_line(result)}")
+        return truncate("\n".join(lines), MAX_SUMMARY_CHARS), usage, requests
 
 
-def pieces(messages: list[dict], each: int, budget: int) -> list[list[dict]]:
-    """The messages in order, in runs whose sizes (each cut to ``each``) add up to ``budget`` at most."""
-    runs: list[list[dict]] = []
-    size = 0
-    for message in messages:
-        length = min(_size(message), each)
-        if not runs or size + length > budget:
-            runs.append([])
-            size = 0
-        runs[-1].append(message)
-        size += length
-    return runs
+def steps(messages: list[dict]) -> list[tuple[str | None, str]]:
+    """The older messages as (call, result) text: a step's calls and all that answered them; (None, text) for
+    an earlier brief's lines or a turn of a conversation. A reply that was re-asked, and its re-ask, are left out."""
+    found: list[tuple[str | None, str]] = []
+    reask = prompts.load("reask").split("(")[0]
+    header = prompts.load("summary").split("$summary")[0]
+    i = 0
+    while i < len(messages):
+        message, text = messages[i], messages[i].get("content") or ""
+        if asks_for_tools(message):
+            end = next((j for j in range(i + 1, len(messages)) if messages[j]["role"] == "assistant"), len(messages))
+            found.append((_calls(message), "\n".join(m.get("content") or "" for m in messages[i + 1:end]).strip()))
+            i = end
+            continue
+        following = messages[i + 1].get("content") or "" if i + 1 < len(messages) else ""
+        if message["role"] == "assistant" and following.startswith(reask):
+            i += 2  # a reply that could not be used, and the re-ask
+            continue
+        if message["role"] == "user" and text.startswith(header):
+            found.append((None, text[len(header):].strip()))
+        elif text.strip():
+            who = "Assistant" if message["role"] == "assistant" else "User"
+            found.append((None, f"{who}: {_line(text)}"))
+        i += 1
+    return found
 
 
-def fair_share(sizes: list[int], budget: int) -> int:
-    """The most characters each message may keep so that all fit in ``budget``: the short ones whole, the
-    long ones cut to one equal share of what is left (so a long tool result is not cut for a short call's sake)."""
-    left = budget
-    for done, size in enumerate(sorted(sizes)):
-        share = left // (len(sizes) - done)
-        if size > share:
-            return share
-        left -= size
-    return max(sizes, default=0)
+def _line(text: str) -> str:
+    """``text`` on one line, cut to SHORT_RESULT_CHARS (its head and tail kept)."""
+    return " ".join(truncate(" ".join(text.split()), SHORT_RESULT_CHARS).split())
 
 
-def transcript(messages: list[dict], each: int) -> str:
-    """The messages as text for the summariser, each cut to ``each`` characters (head and tail kept)."""
-    lines = []
-    for message in messages:
-        text = truncate(message.get("content") or "", each)
-        calls = [f"{c['function']['name']}({c['function']['arguments']})" for c in message.get("tool_calls") or []]
-        if calls:
-            text = (text + "\n" if text else "") + "calls: " + "; ".join(truncate(c, each) for c in calls)
-        who = {"tool": "Tool result", "assistant": "Assistant"}.get(message["role"], "User")
-        lines.append(f"{who}: {text}")
-    return "\n\n".join(lines)
-
-
-def _size(message: dict) -> int:
-    return len(message.get("content") or "") + sum(len(c["function"]["name"]) + len(c["function"]["arguments"]) + 2
-                                                    for c in message.get("tool_calls") or [])
+def _calls(message: dict) -> str:
+    """A step's calls as `tool {arguments}`, in either protocol."""
+    if message.get("tool_calls"):
+        calls = [(c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+    else:
+        value = json.loads(message["content"])
+        calls = [(a["tool"], json.dumps(a.get("arguments"), ensure_ascii=False))
+                 for a in (value if isinstance(value, list) else [value])]
+    return "; ".join(f"{name} {truncate(str(arguments), SHORT_RESULT_CHARS)}" for name, arguments in calls)
 
 
 def _estimate(message: dict) -> int:

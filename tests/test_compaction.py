@@ -7,25 +7,32 @@ import pytest
 
 from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
-from agent.compaction import Summariser, fair_share, pieces
+from agent.compaction import MAX_NOTES, SHORT_RESULT_CHARS, Summariser, steps
 from agent.protocols import NativeProtocol, PromptProtocol, asks_for_tools
 from agent.tools import Plan, Registry
 from tests.support import action
+
+
+class Counted:
+    """What Replies keeps (the latest call's size: messages of the history, prompt tokens) and does for a brief."""
+    reported = None
+
+    @staticmethod
+    def ask(model, messages):
+        return model.complete(messages)
 
 PROTOCOLS = ["prompt", "native"]
 PAGES = 8
 
 
 def is_brief_request(messages) -> bool:
-    return "write a brief of it" in messages[0]["content"]
+    """A request for the note of one long result, as a brief is written."""
+    return "Write down what this result says that the task needs" in messages[0]["content"]
 
 
 def brief(messages) -> str:
-    """The brief a careful model would write: the pages read, in what it is shown (an earlier brief too)."""
-    text = messages[0]["content"]
-    read = {int(n) for n in re.findall(r"page (\d+): word", text)}
-    read |= {int(n) for listed in re.findall(r"read pages ([\d, ]+)", text) for n in listed.split(", ") if n}
-    return f"Goal: read the pages and name the last word of each.\nFacts: read pages {', '.join(map(str, sorted(read)))}."
+    """The note a careful model would write of the one result it is shown: the page and its word."""
+    return " ".join(f"page {n} ends with word{n}." for n in re.findall(r"page (\d+): word", messages[0]["content"]))
 
 
 class BriefingModel(ScriptedModel):
@@ -101,7 +108,7 @@ def test_a_long_run_is_summarised_more_than_once_and_keeps_the_task_the_plan_and
         assert paired(sent)
     last = model.calls[-1]["messages"]
     assert last[2]["content"].startswith("[The earlier part of this conversation was replaced by this brief")
-    in_brief = {n for listed in re.findall(r"Facts: read pages ([\d, ]+)\.", last[2]["content"]) for n in listed.split(", ")}
+    in_brief = set(re.findall(r"page (\d+) ends with word\1", last[2]["content"]))
     verbatim = {str(n) for n in range(1, PAGES + 1) if any(f"page {n}: word{n}" in (m["content"] or "") for m in last[3:])}
     assert in_brief | verbatim == {str(n) for n in range(1, PAGES + 1)} and "8" in verbatim  # nothing lost
     assert any("read page 1" in (m["content"] or "") for m in last)  # the plan's step stays
@@ -110,17 +117,18 @@ def test_a_long_run_is_summarised_more_than_once_and_keeps_the_task_the_plan_and
     assert "page 8: word8" in last[-1]["content"]
 
 
-def test_a_later_brief_is_written_from_the_earlier_one():
+def test_a_later_brief_carries_the_earlier_one_on():
     model = BriefingModel([call("prompt", n, "page", {"n": n}) for n in range(1, PAGES + 1)] + [final("prompt", "done")])
     agent = Agent(model, pages(), settings=Settings(context_window=2000))
+    summaries = []
+    agent.emit = lambda event, **data: summaries.append(data["summary"]) if event == "compaction" else 0
     assert agent.run("Read the pages.").status == "final"
-    assert len(model.briefs) >= 2
-    assert any("[The earlier part of this conversation was replaced by this brief" in messages[0]["content"]
-               for messages in model.briefs)
+    assert len(summaries) >= 2 and summaries[0] in summaries[1]
+    assert not any("ends with" in request[0]["content"] for request in model.briefs)  # no brief is read again
 
 
-def test_the_summariser_reads_the_task_and_each_long_result_whole_when_the_window_allows():
-    """A fact in the middle of a long tool result reaches the brief's writer, and so does the task."""
+def test_each_long_result_is_read_alone_and_whole_with_the_task():
+    """A fact in the middle of a long tool result reaches the note's writer, and so does the task."""
     registry = Registry()
 
     @registry.tool
@@ -130,53 +138,71 @@ def test_the_summariser_reads_the_task_and_each_long_result_whole_when_the_windo
 
     model = BriefingModel([call("prompt", n, "page", {"n": n}) for n in range(1, 7)] + [final("prompt", "done")])
     assert Agent(model, registry, settings=Settings(context_window=8192)).run("Add up the secrets.").status == "final"
-    request = model.briefs[0][0]["content"]
-    assert "Add up the secrets." in request and "the secret of page 1 is 7" in request and "characters cut" not in request
+    assert model.briefs
+    for number, request in enumerate(model.briefs, 1):
+        text = request[0]["content"]
+        assert "Add up the secrets." in text and f'page {{"n": {number}}}' in text and "characters cut" not in text
+        assert re.findall(r"the secret of page (\d+) is", text) == [str(number)]
 
 
-class CountingModel(BriefingModel):
-    """Reports its prompt tokens as the endpoint would: here, one token for every five characters."""
-
-    def complete(self, messages, **options):
-        reply = super().complete(messages, **options)
-        tokens = sum(len(m.get("content") or "") for m in messages) // 5
-        return Reply(content=reply.content, tool_calls=reply.tool_calls, usage={"prompt_tokens": tokens,
-                                                                                 "completion_tokens": 10})
-
-
-def test_a_brief_is_written_in_pieces_sized_by_the_reported_tokens_each_result_whole():
-    """The first compaction's older part, six results of 3,900 characters: at the 5 characters a token the
-    endpoint's counts show, 0.4 of a window of 8,192 tokens holds three of them whole (at the cautious 3, two),
-    so the brief takes two requests, each of its own piece, and no result is cut; the brief joins both."""
+def test_a_result_longer_than_a_request_holds_is_cut_for_its_note():
     registry = Registry()
 
     @registry.tool
     def page(n: int) -> str:
         """Read a page of the book."""
-        return "filler " * 270 + f"the secret of page {n} is {n * 7}" + " filler" * 270
+        return f"page {n}: word{n} " + "lorem ipsum " * 3000
 
-    model = CountingModel([call("prompt", n, "page", {"n": n}) for n in range(1, 12)] + [final("prompt", "done")])
-    agent = Agent(model, registry, settings=Settings(context_window=8192))
-    briefs_by_compaction, summaries = [], []
-    agent.emit = lambda event, **data: (briefs_by_compaction.append(len(model.briefs)), summaries.append(
-        data["summary"])) if event == "compaction" else 0
-    assert agent.run("Add up the secrets.").status == "final"
-    first = [messages[0]["content"] for messages in model.briefs[:briefs_by_compaction[0]]]
-    secrets = [int(n) for text in first for n in re.findall(r"the secret of page (\d+) is", text)]
-    assert len(first) == 2 and sorted(secrets) == list(range(1, len(secrets) + 1)) and len(secrets) >= 6
-    assert all("characters cut" not in text and "Add up the secrets." in text for text in first)
-    assert summaries[0].count("Goal:") == 2  # the two pieces' briefs, joined
+    model = BriefingModel([call("prompt", n, "page", {"n": n}) for n in range(1, 4)] + [final("prompt", "done")])
+    assert Agent(model, registry, settings=Settings(context_window=4000)).run("Read the pages.").status == "final"
+    assert model.briefs and all("characters cut" in request[0]["content"] for request in model.briefs)
+    assert all(len(request[0]["content"]) < 4000 * 0.6 * 3 + 1000 for request in model.briefs)
 
 
-@pytest.mark.parametrize("sizes, budget, share", [
-    ([100, 100, 5000, 5000], 10_000, 4900),  # the short ones whole, the long ones split what is left
-    ([100, 200], 10_000, 200),  # all fit: nothing is cut
-    ([9000, 9000, 9000], 9000, 3000),
-    ([], 100, 0),
-])
-def test_fair_share(sizes, budget, share):
-    assert fair_share(sizes, budget) == share
-    assert sum(min(size, share) for size in sizes) <= budget
+def prompt_steps(results: list[str]) -> list[dict]:
+    history = []
+    for n, result in enumerate(results):
+        history += [{"role": "assistant", "content": json.dumps({"type": "tool_call", "tool": "page",
+                                                                 "arguments": {"n": n}})},
+                    {"role": "user", "content": f"Result of page:\n{result}"}]
+    return history
+
+
+def summary_of(history: list[dict]) -> tuple[str, int, BriefingModel]:
+    model = BriefingModel([])
+    summariser = Summariser(model, 8192, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
+    summary, _, requests = summariser._summary(history, 3)
+    return summary, requests, model
+
+
+def test_short_results_stay_as_they_are_and_long_ones_become_notes():
+    summary, requests, model = summary_of(prompt_steps(["short", "page 1: word1 " + "x" * 900]))
+    assert requests == 1 == len(model.briefs)
+    assert summary.splitlines() == ['- page {"n": 0} -> Result of page: short',
+                                    '- page {"n": 1} -> page 1 ends with word1.']
+
+
+def test_the_brief_requests_are_bounded():
+    summary, requests, model = summary_of(prompt_steps([f"page {n}: word{n} " + "y" * 2000
+                                                        for n in range(MAX_NOTES + 5)]))
+    assert requests == MAX_NOTES == len(model.briefs)
+    assert len(summary.splitlines()) == MAX_NOTES + 5
+    assert all(len(line) < SHORT_RESULT_CHARS + 100 for line in summary.splitlines())
+
+
+def test_steps_leave_out_replies_that_were_reasked_and_keep_the_turns_of_a_conversation():
+    reask = "Your last reply could not be used (no_json): the reply was empty\nReply again..."
+    history = [
+        {"role": "assistant", "content": "Sure, let me look."}, {"role": "user", "content": reask},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "page", "arguments": '{"n": 1}'}},
+            {"id": "b", "type": "function", "function": {"name": "page", "arguments": '{"n": 2}'}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "one"}, {"role": "tool", "tool_call_id": "b", "content": "two"},
+        {"role": "assistant", "content": "The pages say one and two."},
+        {"role": "user", "content": "And page 3?"},
+    ]
+    assert steps(history) == [('page {"n": 1}; page {"n": 2}', "one\ntwo"),
+                              (None, "Assistant: The pages say one and two."), (None, "User: And page 3?")]
 
 
 def test_without_a_context_window_nothing_is_summarised():
@@ -201,8 +227,6 @@ def test_an_empty_brief_leaves_the_history_and_is_not_asked_for_again():
     assert len(model.briefs) == 1 and events.count("compaction_failed") == 1 and "compaction" not in events
 
 
-class Counted:
-    reported = None  # what Replies keeps: (messages of the history, prompt tokens) of the latest call
 
 
 def test_reported_prompt_tokens_are_used_where_the_endpoint_gives_them():
@@ -219,7 +243,7 @@ def test_reported_prompt_tokens_are_used_where_the_endpoint_gives_them():
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_long_run_through_the_command_line_compacts_twice_and_answers(server, workspace, capsys, protocol):
-    server.answer_when(lambda body: is_brief_request(body["messages"]), "Goal: add up the numbers.\nFacts: seen so far.")
+    server.answer_when(lambda body: is_brief_request(body["messages"]), "Seen so far.")
     for n in range(1, PAGES + 1):
         (workspace / f"part{n}.txt").write_text(f"number {n}\n" + "filler text " * 200)
         if protocol == "native":
@@ -243,9 +267,4 @@ def test_a_long_run_through_the_command_line_compacts_twice_and_answers(server, 
     assert len(compactions) < PAGES // 2  # each brief makes room for more than the next step
     last = server.requests[-1]["body"]["messages"]
     assert last[1]["content"] == "Add up the numbers in part1.txt to part8.txt."
-    assert "Facts: seen so far." in last[2]["content"] and "number 8" in last[-1]["content"]
-
-
-def test_pieces_keep_order_and_fit_the_budget_an_empty_message_included():
-    empty, short, long = ({"role": "user", "content": "x" * n} for n in (0, 40, 90))
-    assert pieces([empty, short, long, short], each=80, budget=100) == [[empty, short], [long], [short]]
+    assert "-> Seen so far." in last[2]["content"] and "number 8" in last[-1]["content"]
