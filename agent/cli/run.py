@@ -420,8 +420,9 @@ class Progress:
         elif event == "parse_error":
             self.say(f"{indent}re-ask ({data['kind']}): {short(data['message'], 70)}")
         elif event == "compaction":
-            self.say(f"{indent}compacted: {plural(data['summarised'], 'older message')} summarised into a brief "
-                     f"in {plural(data.get('requests', 1), 'request')} "
+            requests = data.get("requests", 1)
+            how = f"in {plural(requests, 'request')}" if requests else "without a request (all were short)"
+            self.say(f"{indent}compacted: {plural(data['summarised'], 'older message')} summarised into a brief {how} "
                      f"(about {data['tokens_before']:,} → {data['tokens_after']:,} tokens)")
         elif event == "compaction_failed":
             self.say(f"{indent}not compacted: {data['reason']}")
