@@ -359,3 +359,12 @@ def test_the_suite_file_is_what_its_generator_writes():
     written = (EXAMPLES / "function_calling.jsonl").read_text(encoding="utf-8")
     assert written == "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in items), (
         "run python3 examples/make_function_calling.py")
+
+
+def test_an_argument_given_its_documented_default_counts_as_left_out(tmp_path):
+    strict = {"tool": "convert_length", "arguments": {"value": [5], "from_unit": ["km"], "to_unit": ["m"]}}
+    [task] = load_suite(suite_file(tmp_path, line(checks={"calls_match": [strict]})), BUILTIN_NAMES)
+    plain = {"value": 5, "from_unit": "km", "to_unit": "m"}
+    assert calls_match(task.checks["calls_match"], made(("convert_length", {**plain, "precision": 2})))["ok"]
+    other = calls_match(task.checks["calls_match"], made(("convert_length", {**plain, "precision": 3})))
+    assert other == {**other, "ok": False, "detail": "convert_length: unexpected argument precision"}

@@ -17,7 +17,8 @@ Checks (all given must hold; a run whose status is not "final" fails whatever th
 - calls_match: calls the run must make, in any order: [{"tool", "arguments": {arg: [acceptable values]},
   "optional": [args that may be left out]}]. Each is matched by a distinct call made; an argument given must
   be listed (with one of its values: numbers by value, strings trimmed and case-insensitively) or optional
-  (an optional argument not in "arguments" may take any value). Any other call made must repeat a matched
+  (an optional argument not in "arguments" may take any value); with the line's own tools, an argument
+  given its parameter's documented default counts as left out. Any other call made must repeat a matched
   one exactly; a call to another tool, or to an expected one with other arguments, fails the check.
 - no_call: true: no tool may be called (a question no offered tool fits).
 Checks read every call the run made, malformed ones included; a reply whose every call is malformed is
@@ -188,6 +189,9 @@ def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
         raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names))}")
     for index, expected in enumerate(calls if parameters is not None else []):
         _check_expected_call(expected, parameters[expected["tool"]], f"checks/calls_match/{index}")
+        expected["defaults"] = {name: spec["default"] for name, spec in
+                                parameters[expected["tool"]].get("properties", {}).items()
+                                if isinstance(spec, dict) and "default" in spec}  # passing one is leaving it out
 
 
 def _own_tools(specs: list[dict], results: dict) -> dict[str, dict]:
@@ -365,7 +369,9 @@ def _argument_problems(expected: dict, arguments: dict) -> list[str]:
                 problems.append(f"{name} missing")
         elif not accepts(values, arguments[name]):
             problems.append(f"{name}={_short(arguments[name])}, expected one of {_short(values)}")
-    problems += [f"unexpected argument {name}" for name in arguments if name not in pattern and name not in optional]
+    defaults = expected.get("defaults", {})
+    problems += [f"unexpected argument {name}" for name in arguments if name not in pattern and name not in optional
+                 and not (name in defaults and same(defaults[name], arguments[name]))]
     return problems
 
 
