@@ -7,8 +7,9 @@
 
 It knows each task's expected calls (from the suite) and errs on purpose, the way the embedded 1.5B model
 errs, decided by a hash of the task and the arm (the same every time):
-- prompt (no constraint): a fifth of first replies carry the call, then an imagined result and answer
-  (re-asked as multiple_actions); some of those re-asks end in an answer from memory;
+- prompt (no constraint): a fifth of first replies carry the call, then an imagined result and answer (the
+  call is run, the early answer dropped); a tenth write a number as arithmetic (`5 * 1`, not JSON: re-asked),
+  and some of those re-asks end in an answer from memory;
 - prompt-constrained: every reply is a well-formed action; a third of `choose` tasks answered from memory;
 - native: one call where several are needed (`parallel`), half the `choose` tasks answered from memory,
   a quarter of `none` tasks calling the closest tool.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -77,6 +79,8 @@ class DemoServer(ScriptedServer):
             return self._step(self._first_action(task))
         if arm == "prompt" and _chance(key + " rambles", 0.2):
             return self._step(self._first_action(task) + "\nResult: 42\n" + _final("It is 42."))
+        if arm == "prompt" and _chance(key + " computes", 0.1):
+            return self._step(re.sub(r'(": -?\d+(?:\.\d+)?)', r"\1 * 1", self._first_action(task), count=1))
         if arm == "prompt-constrained" and task["category"] == "choose" and _chance(key, 1 / 3):
             return self._step(_final("From memory: roughly 100."))
         return self._step(self._first_action(task))
