@@ -4,6 +4,7 @@ latest steps stay as they are, and a cut falls only between steps, never between
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Callable
 
@@ -25,6 +26,9 @@ MAX_TASK_CHARS = 4000
 MAX_SUMMARY_CHARS = 8000
 MIN_RESULT_CHARS = 1000  # of a long result shown to the model for its note, however small the window
 TRANSCRIPT_SHARE = 0.6  # of the context window, for the result one request for a note holds
+
+
+_CLAUSE = re.compile(r"(?<=[,.;:])\s+|\n+")
 
 
 class Summariser:
@@ -117,11 +121,20 @@ class Summariser:
                 requests += 1
                 for kind in usage:
                     usage[kind] += (reply.usage or {}).get(kind) or 0
-                result = strip_reasoning(scrub(reply.content or ""))
+                result = unrepeated(strip_reasoning(scrub(reply.content or "")))
                 if not result.strip():
                     return "", usage, requests
             lines.append(f"- {call} -> {_line(result)}")
         return truncate("\n".join(lines), MAX_SUMMARY_CHARS), usage, requests
+
+
+def unrepeated(text: str) -> str:
+    """``text`` with each clause once: a small model at temperature 0 may write "1200 thousand euros, 1200
+    thousand euros, ..." to its token limit."""
+    kept: dict[str, str] = {}
+    for clause in _CLAUSE.split(text):
+        kept.setdefault(clause.strip().rstrip(",.;:").casefold(), clause.strip())
+    return " ".join(clause for key, clause in kept.items() if key)
 
 
 def steps(messages: list[dict]) -> list[tuple[str | None, str]]:

@@ -7,7 +7,7 @@ import pytest
 
 from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
-from agent.compaction import MAX_NOTES, SHORT_RESULT_CHARS, Summariser, steps
+from agent.compaction import MAX_NOTES, SHORT_RESULT_CHARS, Summariser, steps, unrepeated
 from agent.protocols import NativeProtocol, PromptProtocol, asks_for_tools
 from agent.tools import Plan, Registry
 from tests.support import action
@@ -268,3 +268,24 @@ def test_a_long_run_through_the_command_line_compacts_twice_and_answers(server, 
     last = server.requests[-1]["body"]["messages"]
     assert last[1]["content"] == "Add up the numbers in part1.txt to part8.txt."
     assert "-> Seen so far." in last[2]["content"] and "number 8" in last[-1]["content"]
+
+
+@pytest.mark.parametrize("note, kept", [
+    ("1200 thousand euros, 1200 thousand euros, 1200 thousand euros, 1200 thou", "1200 thousand euros, 1200 thou"),
+    ("Quarterly report, North region\n\nQuarterly report, North region", "Quarterly report, North region"),
+    ("Revenue: 990. Staff: 9, 9 left.", "Revenue: 990. Staff: 9, 9 left."),
+    ("", ""),
+])
+def test_a_note_keeps_each_clause_once(note, kept):
+    assert unrepeated(note) == kept
+
+
+def test_a_note_that_repeats_itself_is_kept_once_in_the_brief():
+    class Repeating(BriefingModel):
+        def complete(self, messages, **options):
+            self.briefs.append(messages)
+            return Reply(content="word1, " * 200)
+
+    summariser = Summariser(Repeating([]), 8192, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
+    summary, _, requests = summariser._summary(prompt_steps(["page 1: word1 " + "x" * 900]), 3)
+    assert (summary, requests) == ('- page {"n": 0} -> word1,', 1)
