@@ -422,7 +422,8 @@ def _invalid_json(text: str, position: int, reason: str) -> ParseError:
     caret = " " * (len(prefix) + column - left) + "^"
     excerpt = f"{prefix}{snippet}".replace("\t", " ")
     line = text.count("\n", 0, position) + 1
-    advice = NO_ARITHMETIC if _ARITHMETIC.match(text, position) and _NUMBER_END.search(text, max(0, position - 40), position) else ""
+    after_number = _NUMBER_END.search(text, max(0, position - 40), position)
+    advice = NO_ARITHMETIC if after_number and _ARITHMETIC.match(text, position) else ""
     return ParseError("invalid_json", f"invalid JSON: {reason} at line {line} column {column + 1}:\n"
                                       f"  {excerpt}\n  {caret}{advice}")
 

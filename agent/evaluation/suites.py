@@ -173,7 +173,8 @@ def _parse_line(line: str, number: int, tool_names: set[str] | None) -> Task:
 
 def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
     """The tools the checks name exist (the line's own, when it has some), and its own tools, their scripted
-    results and the calls expected of them are sound."""
+    results and the calls expected of them are sound. Each expected call of the line's own tools is given its
+    tool's documented defaults (``defaults``), which the check reads as arguments left out."""
     checks = data["checks"]
     parameters = _own_tools(data["tools"], data.get("results", {})) if "tools" in data else None
     if parameters is not None:
