@@ -5,7 +5,7 @@ import tempfile
 import pytest
 
 from agent.tools import Registry
-from agent.tools.files import MAX_LIST_ENTRIES, MAX_READ_BYTES, MAX_WRITE_CHARS, atomic_write, file_tools
+from agent.tools.files import MAX_LIST_ENTRIES, MAX_NAMED, MAX_READ_BYTES, MAX_SCANNED, MAX_WRITE_CHARS, atomic_write, file_tools
 
 NOBODY = 65534
 
@@ -52,9 +52,30 @@ def test_read_decodes_invalid_utf8_with_replacement(files, ws):
 
 def test_missing_file_and_directory_messages(files, ws):
     (ws / "sub").mkdir()
-    assert files("read_file", path="notes.txt") == "error: file not found: notes.txt (use list_dir to see the files)"
+    assert files("read_file", path="sub/notes.txt") == "error: file not found: sub/notes.txt (its folder is empty)"
+    assert files("read_file", path="no/notes.txt") == \
+        "error: file not found: no/notes.txt (its folder no does not exist either)"
     assert files("read_file", path="sub") == "error: sub is a directory; use list_dir to see its contents"
     assert files("read_file", path=".") == "error: . is a directory; use list_dir to see its contents"
+
+
+def test_a_missing_file_is_answered_with_the_names_its_folder_holds_closest_first(files, ws):
+    for name in ["part1.txt", "part2.txt", "notes.md", "zebra.csv"]:
+        (ws / name).write_text("x")
+    (ws / "notes").mkdir()
+    (ws / "notes" / "a.txt").write_text("x")
+    assert files("read_file", path="part9.txt") == \
+        "error: file not found: part9.txt; the workspace has: part1.txt, part2.txt, notes.md, zebra.csv, notes/"
+    assert files("read_file", path="notes.txt").startswith("error: file not found: notes.txt; the workspace has: notes.md, ")
+    assert files("read_file", path="notes/b.txt") == "error: file not found: notes/b.txt; notes has: a.txt"
+
+
+def test_a_missing_file_in_a_huge_folder_names_a_few_after_a_bounded_look(files, ws):
+    for i in range(MAX_SCANNED + 50):
+        (ws / f"{'r' * 200}{i}").touch()
+    error = files("read_file", path="report.txt")
+    assert error.endswith(f" and {MAX_SCANNED - MAX_NAMED}+ more")
+    assert error.count(", ") == MAX_NAMED - 1 and len(error) < MAX_NAMED * 220
 
 
 @pytest.mark.parametrize("tool_name", ["read_file", "write_file", "list_dir"])

@@ -192,13 +192,14 @@ def test_model_error_ends_the_run():
 
 
 def test_tool_error_goes_back_to_the_model(tmp_path):
+    (tmp_path / "notes.md").write_text("x")
     agent, model = make_agent("prompt", [
         tool_reply("prompt", ("read_file", {"path": "notes.txt"})),
         final_reply("prompt", "There is no notes.txt."),
     ], registry=builtin_registry(tmp_path))
     result = agent.run("read notes.txt")
     text = result_texts(model.calls[1]["messages"])[0]
-    assert "error: file not found: notes.txt" in text and "list_dir" in text
+    assert "error: file not found: notes.txt; the workspace has: notes.md" in text
     assert result.tool_calls[0]["ok"] is False and result.status == "final"
 
 

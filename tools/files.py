@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import errno
+import itertools
 import os
 import stat
 import tempfile
@@ -15,6 +17,8 @@ from .registry import Tool, ToolError, tool
 MAX_READ_BYTES = 1_000_000
 MAX_WRITE_CHARS = 1_000_000
 MAX_LIST_ENTRIES = 200
+MAX_NAMED = 12  # names a 'file not found' error offers instead
+MAX_SCANNED = 1000  # entries it reads to find them
 NAME_MAX = 255  # bytes in one file or folder name, when the file system does not say
 PATH_MAX = 4096  # bytes in a whole path, likewise
 
@@ -78,7 +82,7 @@ class Workspace:
     def read_file(self, path: str) -> str:
         target = self.resolve(path)
         shown = self.show(target)
-        info = self._stat(target, f"file not found: {shown} (use list_dir to see the files)")
+        info = self._stat(target, lambda: self._missing(target, shown))
         if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a directory; use list_dir to see its contents")
         _require_regular(info.st_mode, shown)
@@ -129,7 +133,7 @@ class Workspace:
     def list_dir(self, path: str = ".") -> str:
         target = self.resolve(path)
         shown = self.show(target)
-        info = self._stat(target, f'folder not found: {shown} (use list_dir(".") to see the workspace)')
+        info = self._stat(target, lambda: f'folder not found: {shown} (use list_dir(".") to see the workspace)')
         if not stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a file, not a folder; use read_file to read it")
         try:
@@ -160,11 +164,29 @@ class Workspace:
             return f"{path.name} ({info.st_size:,} bytes)"
         return f"{path.name} (not a regular file)"
 
-    def _stat(self, target: Path, missing: str) -> os.stat_result:
+    def _missing(self, target: Path, shown: str) -> str:
+        """'file not found', with names its folder does hold (the closest first), so that a model can correct
+        the name without list_dir. Bounded: at most MAX_SCANNED entries are read, MAX_NAMED named."""
+        folder = target.parent  # the workspace or inside it: `target` is
+        try:
+            with os.scandir(folder) as entries:
+                names = [e.name + "/" * e.is_dir(follow_symlinks=False) for e in itertools.islice(entries, MAX_SCANNED)]
+        except OSError:
+            return f"file not found: {shown} (its folder {self.show(folder)} does not exist either)"
+        if not names:
+            return f"file not found: {shown} (its folder is empty)"
+        similarity = {n: difflib.SequenceMatcher(None, target.name, n).ratio() for n in names}
+        named = sorted(names, key=lambda n: (-similarity[n], n))[:MAX_NAMED]
+        more = len(names) - len(named)
+        more = f" and {more}{'+' if len(names) == MAX_SCANNED else ''} more" if more else ""
+        where = "the workspace" if folder == self.root else self.show(folder)
+        return f"file not found: {shown}; {where} has: {', '.join(named)}{more}"
+
+    def _stat(self, target: Path, missing: Callable[[], str]) -> os.stat_result:
         try:
             return os.stat(target)
         except (FileNotFoundError, NotADirectoryError):
-            raise ToolError(missing) from None
+            raise ToolError(missing()) from None
         except OSError as error:
             raise ToolError(f"cannot access {self.show(target)}: {error.strerror}") from None
 
