@@ -29,6 +29,12 @@ TRANSCRIPT_SHARE = 0.6  # of the context window, for the result one request for 
 
 
 _CLAUSE = re.compile(r"(?<=[,.;:])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[^\W\d_]{4,}")
+STEM = 5  # letters of a word compared: "revenues" and "Revenue" are one word
+COMMON = frozenset("that this with from them then they what when which where there their have into your each "
+                   "read file some more most only also than time tell find give take".split())
 
 
 class Summariser:
@@ -105,7 +111,8 @@ class Summariser:
 
     def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict, int]:
         """The brief of ``old``: a line for each step, its call and what its result said. A short result is kept
-        as it is; the model reads each long one alone, in a request of its own, for the facts the task needs.
+        as it is; the model reads each long one alone, in a request of its own, for the facts the task needs
+        (and a figure its note lost is quoted after it, see ``missed_figures``).
         (Asked for one brief of several long results, the embedded 1.5B model lost their figures or repeated
         itself; one result at a time it keeps them.) An earlier brief's lines are carried on as they are."""
         task = truncate(self.task.get("content") or "", MAX_TASK_CHARS)
@@ -121,9 +128,11 @@ class Summariser:
                 requests += 1
                 for kind in usage:
                     usage[kind] += (reply.usage or {}).get(kind) or 0
-                result = unrepeated(strip_reasoning(scrub(reply.content or "")))
-                if not result.strip():
+                note = unrepeated(strip_reasoning(scrub(reply.content or "")))
+                if not note.strip():
                     return "", usage, requests
+                quoted = missed_figures(result, task, note)
+                result = f"{note} The result says: {quoted}" if quoted else note
             lines.append(f"- {call} -> {_line(result)}")
         return truncate("\n".join(lines), MAX_SUMMARY_CHARS), usage, requests
 
@@ -135,6 +144,28 @@ def unrepeated(text: str) -> str:
     for clause in _CLAUSE.split(text):
         kept.setdefault(clause.strip().rstrip(",.;:").casefold(), clause.strip())
     return " ".join(clause for key, clause in kept.items() if key)
+
+
+def missed_figures(result: str, task: str, note: str) -> str:
+    """The sentences of ``result`` that share the most words with ``task``, as they are, when they hold a
+    figure ``note`` lacks (up to SHORT_RESULT_CHARS): the embedded 1.5B model's note of a report once kept only
+    its title, and so lost the very figure the task asked for."""
+    wanted = _stems(task)
+    scored = [(len(wanted & _stems(s)), " ".join(s.split())) for s in _SENTENCE.split(result) if _NUMBER.search(s)]
+    best = max((score for score, _ in scored), default=0)
+    have = {n.replace(",", "") for n in _NUMBER.findall(note)}
+    missed = [s for score, s in scored if best and score == best
+              and {n.replace(",", "") for n in _NUMBER.findall(s)} - have]
+    quoted = ""
+    for sentence in missed:
+        if len(quoted) + len(sentence) >= SHORT_RESULT_CHARS:
+            break
+        quoted = f"{quoted} {sentence}".strip()
+    return quoted
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:STEM] for w in _WORD.findall(text.casefold()) if w not in COMMON}
 
 
 def steps(messages: list[dict]) -> list[tuple[str | None, str]]:

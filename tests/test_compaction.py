@@ -7,7 +7,7 @@ import pytest
 
 from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
-from agent.compaction import MAX_NOTES, SHORT_RESULT_CHARS, Summariser, steps, unrepeated
+from agent.compaction import MAX_NOTES, SHORT_RESULT_CHARS, Summariser, missed_figures, steps, unrepeated
 from agent.protocols import NativeProtocol, PromptProtocol, asks_for_tools
 from agent.tools import Plan, Registry
 from tests.support import action
@@ -289,3 +289,38 @@ def test_a_note_that_repeats_itself_is_kept_once_in_the_brief():
     summariser = Summariser(Repeating([]), 8192, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
     summary, _, requests = summariser._summary(prompt_steps(["page 1: word1 " + "x" * 900]), 3)
     assert (summary, requests) == ('- page {"n": 0} -> word1,', 1)
+
+
+REPORT = ("Quarterly report, East region\n\nStaff turnover stayed low; 9 people left the region. "
+          "Revenue for the quarter: 2,300 thousand euros. The audit found no issues.\nThe East region piloted 4 "
+          "programmes.")
+TASK = "part1.txt to part8.txt are quarterly reports, one per region. Add up the eight revenues."
+
+
+@pytest.mark.parametrize("note, quoted", [
+    ("Quarterly report, East region", "Revenue for the quarter: 2,300 thousand euros."),  # the figure lost
+    ("East: revenue 2300 thousand euros.", ""),  # kept, however it is written
+    ("East: 2,300 thousand euros.", ""),
+])
+def test_a_note_that_lost_the_figure_the_task_asks_for_gets_its_sentence_back(note, quoted):
+    assert missed_figures(REPORT, TASK, note) == quoted
+
+
+def test_the_sentences_quoted_for_a_note_are_few_and_short():
+    assert missed_figures("No figures here. Nor here.", TASK, "") == ""
+    assert missed_figures("The sky is 3 km up. Birds: 12.", TASK, "") == ""  # no word of the task
+    many = " ".join(f"Revenue for month {n}: {n}00 euros." for n in range(1, 200))
+    quoted = missed_figures(many, TASK, "")
+    assert quoted.startswith("Revenue for month 1: 100 euros.") and len(quoted) < SHORT_RESULT_CHARS
+
+
+def test_the_brief_quotes_the_sentence_a_note_left_out():
+    class Forgetful(BriefingModel):
+        def complete(self, messages, **options):
+            self.briefs.append(messages)
+            return Reply(content="Quarterly report, East region")
+
+    summariser = Summariser(Forgetful([]), 8192, {"role": "user", "content": TASK}, lambda *a, **k: None, Counted())
+    summary, _, _ = summariser._summary(prompt_steps([REPORT + " Filler." * 100]), 3)
+    assert summary == ('- page {"n": 0} -> Quarterly report, East region The result says: '
+                       'Revenue for the quarter: 2,300 thousand euros.')
