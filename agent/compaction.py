@@ -1,11 +1,13 @@
-"""Compaction that summarises: once the history nears the model's context window, its older part is replaced
-by a brief the model writes of it. The system prompt, the task, the step holding the latest plan and the
-latest steps stay as they are, and a cut falls only between steps, never between a call and its result."""
+"""Compaction that summarises: once the history nears the model's context window, its older steps keep their
+calls and have their long results replaced by the model's notes of them; the oldest, past a share of the
+window, become one brief. The system prompt, the task, the step holding the latest plan and the latest steps
+stay as they are, and a cut falls only between steps, never between a call and its result."""
 from __future__ import annotations
 
 import json
 import re
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 from agent import prompts
@@ -19,11 +21,14 @@ SHARE = 0.75  # of the context window: past it, the history is summarised
 CHARS_PER_TOKEN = 3  # for an estimate that errs towards more tokens
 MESSAGE_TOKENS = 4  # what a message costs beyond its text
 RECENT_SHARE = 0.25  # of the context window: the latest steps that fit in it are kept as they are (one at least)
-SHORT_RESULT_CHARS = 400  # a result this long is kept in the brief as it is; a longer one, as the model's note of it
+SHORT_RESULT_CHARS = 400  # a result this long is kept as it is; a longer one is replaced by the model's note of it
 NOTE_WORDS = 60
-MAX_NOTES = 12  # requests for one brief at the most; the results beyond them are cut to SHORT_RESULT_CHARS
+NOTE_CHARS = 800  # of a note and what it quotes
+MAX_NOTES = 12  # requests for one compaction at the most; the results beyond them are cut to NOTE_CHARS
 MAX_TASK_CHARS = 4000
 MAX_SUMMARY_CHARS = 8000
+BRIEF_SHARE = 0.25  # of the context window: the older steps past it (their calls and notes) become one brief
+NOTED = "(summarised, to keep the conversation short)"
 MIN_RESULT_CHARS = 1000  # of a long result shown to the model for its note, however small the window
 TRANSCRIPT_SHARE = 0.6  # of the context window, for the result one request for a note holds
 
@@ -55,23 +60,30 @@ class Summariser:
         before = self.tokens(history)
         if before <= self.limit:
             return False
-        old, kept_step, recent = self._split(history, keep)
-        if not old:  # only the latest steps are left: nothing older to summarise
+        earlier, old, kept_step, recent = self._split(history, keep)
+        if not earlier and not old:  # only the latest steps are left: nothing older to summarise
             return False
         started, chars = time.monotonic(), _chars(history)
-        summary, usage, requests = self._summary(old, self.chars_per_token(history))
-        if not summary:  # not asked again in this run: each step would pay for another empty brief
+        shortened = self._shortened(earlier, old, kept_step, self.chars_per_token(history))
+        if shortened.failed:  # not asked again in this run: each step would pay for another empty note
             self.limit = None
-            self.emit("compaction_failed", reason="the model wrote an empty brief; the history is no longer "
-                                                  "summarised in this run", usage=usage, requests=requests)
+            self.emit("compaction_failed", reason="the model wrote an empty note; the history is no longer "
+                                                  "summarised in this run", usage=shortened.usage,
+                      requests=shortened.requests)
             return False
-        note = {"role": "user", "content": prompts.render("summary", summary=summary)}
-        history[:] = [history[0], self.task, note, *kept_step, *recent]
+        brief = [{"role": "user", "content": prompts.render("summary", summary=shortened.brief)}] \
+            if shortened.brief else []
+        compacted = [history[0], self.task, *brief, *shortened.messages, *recent]
+        if _chars(compacted) >= chars:  # every older step is as short as it gets already
+            return False
+        unchanged = sum(any(m is o for o in old) for m in shortened.messages)
+        count, history[:] = len(history), compacted
         self.replies.reported = None  # the latest call's size is not this history's any more
-        self.emit("compaction", messages_before=len(old) + 2 + len(kept_step) + len(recent),
+        self.emit("compaction", messages_before=count, summarised=len(earlier) + len(old) - unchanged,
                   messages_after=len(history), chars_before=chars, chars_after=_chars(history),
-                  tokens_before=before, tokens_after=self.tokens(history), summarised=len(old),
-                  seconds=round(time.monotonic() - started, 3), requests=requests, usage=usage, summary=summary)
+                  tokens_before=before, tokens_after=self.tokens(history),
+                  seconds=round(time.monotonic() - started, 3), requests=shortened.requests,
+                  usage=shortened.usage, summary=shortened.text)
         return True
 
     def tokens(self, history: list[dict]) -> int:
@@ -81,10 +93,10 @@ class Summariser:
             counted, tokens = 0, 0
         return tokens + sum(_estimate(m) for m in history[counted:])
 
-    def _split(self, history: list[dict], keep: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
-        """The older messages (the system prompt and the task aside), the step that holds a kept message (the
-        plan) if it is among them, and the latest steps (as many as fit in RECENT_SHARE of the window, one at
-        least); each step whole, a call with its results."""
+    def _split(self, history: list[dict], keep: list[dict]) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+        """The messages before the task (earlier turns of a conversation), the older ones after it, the step
+        among those that holds a kept message (the plan), and the latest steps (as many as fit in RECENT_SHARE
+        of the window, one at least); each step whole, a call with its results."""
         task = next(i for i, m in enumerate(history) if m is self.task)
         starts = [i for i in range(task + 1, len(history)) if asks_for_tools(history[i])]
         cut, size = task + 1, 0
@@ -98,8 +110,7 @@ class Summariser:
         if kept_at:
             first = max(s for s in starts if s <= kept_at[0])
             kept = range(first, next((s for s in starts if s > first), cut))
-        old = [m for i, m in enumerate(history[:cut]) if i not in (0, task) and i not in kept]
-        return old, [history[i] for i in kept], history[cut:]
+        return history[1:task], history[task + 1:cut], [history[i] for i in kept], history[cut:]
 
     def chars_per_token(self, history: list[dict]) -> float:
         """Characters a token of this conversation: measured from the latest reported size where there is one
@@ -109,32 +120,84 @@ class Summariser:
             return CHARS_PER_TOKEN
         return min(max(_chars(history[:counted]) / tokens, 2.0), 6.0)
 
-    def _summary(self, old: list[dict], chars_per_token: float) -> tuple[str, dict, int]:
-        """The brief of ``old``: a line for each step, its call and what its result said. A short result is kept
-        as it is; the model reads each long one alone, in a request of its own, for the facts the task needs
-        (and a figure its note lost is quoted after it, see ``missed_figures``).
+    def _shortened(self, earlier: list[dict], old: list[dict], kept: list[dict], chars_per_token: float) -> Shortened:
+        """The older part, shortened where it stands: each step's call as it was, and its results replaced by
+        what they said. A short result stays as it is; the model reads each long one alone, in a request of its
+        own, for the facts the task needs (a figure its note lost is quoted after it: ``missed_figures``).
         (Asked for one brief of several long results, the embedded 1.5B model lost their figures or repeated
-        itself; one result at a time it keeps them.) An earlier brief's lines are carried on as they are."""
+        itself; shown one brief instead of its own calls, it read the same files again.) The ``kept`` step
+        (the plan) stays as it is, and replies that were re-asked are left out. The ``earlier`` turns of a
+        conversation, and the oldest steps past BRIEF_SHARE of the window, become the lines of one brief, an
+        earlier brief's lines carried on as they are."""
         task = truncate(self.task.get("content") or "", MAX_TASK_CHARS)
         budget = max(MIN_RESULT_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
-        lines, usage, requests = [], {"prompt_tokens": 0, "completion_tokens": 0}, 0
-        for call, result in steps(old):
-            if call is None:  # an earlier brief, or a turn of a conversation
-                lines.append(result)
+        done = Shortened()
+        entries: list[tuple[str, list[dict]]] = []  # each step's line of text ("" for the kept one), its messages
+        for call, result, messages in steps(old):
+            if any(m is k for m in messages for k in kept):
+                entries.append(("", messages))
                 continue
-            if len(result) > SHORT_RESULT_CHARS and requests < MAX_NOTES:
-                reply = self.replies.ask(self.model, [{"role": "user", "content": prompts.render(
-                    "note", task=task, call=call, result=truncate(result, budget), words=NOTE_WORDS)}])
-                requests += 1
-                for kind in usage:
-                    usage[kind] += (reply.usage or {}).get(kind) or 0
-                note = unrepeated(strip_reasoning(scrub(reply.content or "")))
-                if not note.strip():
-                    return "", usage, requests
-                quoted = missed_figures(result, task, note)
-                result = f"{note} The result says: {quoted}" if quoted else note
-            lines.append(f"- {call} -> {_line(result)}")
-        return truncate("\n".join(lines), MAX_SUMMARY_CHARS), usage, requests
+            if _noted(messages):  # by an earlier compaction
+                result = messages[1]["content"][len(NOTED):].strip()
+            elif call is not None and len(result) > SHORT_RESULT_CHARS:
+                if done.requests < MAX_NOTES:  # beyond them, the result is cut
+                    note = self._note(task, call, truncate(result, budget), done)
+                    if not note:
+                        done.failed = True
+                        return done
+                    quoted = missed_figures(result, task, note)
+                    result = f"{note} The result says: {quoted}" if quoted else note
+                result = _line(result, NOTE_CHARS)
+                messages = [messages[0], *_replaced(messages[1:], result)]
+            entries.append((result if call is None else f"- {call} -> {_line(result, NOTE_CHARS)}", messages))
+        turns = [line for _, line, _ in steps(earlier)]  # they came before the task: never left in place
+        folded = list(turns)
+        room = min(MAX_SUMMARY_CHARS, int((self.window or 0) * BRIEF_SHARE * chars_per_token))
+        size = sum(_chars(messages) for _, messages in entries)
+        stay = []
+        for line, messages in entries:  # the oldest into the brief, until the rest fit in the room
+            if size > room and line:
+                folded.append(line)
+                size -= _chars(messages)
+            else:
+                stay.append(messages)
+        done.brief = truncate("\n".join(folded), MAX_SUMMARY_CHARS)
+        done.messages = [m for messages in stay for m in messages]
+        done.text = truncate("\n".join(turns + [line for line, _ in entries if line]), MAX_SUMMARY_CHARS)
+        return done
+
+    def _note(self, task: str, call: str, result: str, done: Shortened) -> str:
+        """The model's note of one long result: what it says that the task needs (empty if it wrote none)."""
+        reply = self.replies.ask(self.model, [{"role": "user", "content": prompts.render(
+            "note", task=task, call=call, result=result, words=NOTE_WORDS)}])
+        done.requests += 1
+        for kind in done.usage:
+            done.usage[kind] += (reply.usage or {}).get(kind) or 0
+        return unrepeated(strip_reasoning(scrub(reply.content or ""))).strip()
+
+
+@dataclass
+class Shortened:
+    """The older part as compaction leaves it: a brief of its oldest steps (may be empty), the messages of the
+    others, shortened; the text of all of it for the trace; and what the notes cost."""
+    brief: str = ""
+    messages: list[dict] = field(default_factory=list)
+    text: str = ""
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    requests: int = 0
+    failed: bool = False
+
+
+def _noted(messages: list[dict]) -> bool:
+    """Whether a step's results were replaced by a note already, by an earlier compaction."""
+    return len(messages) > 1 and (messages[1].get("content") or "").startswith(NOTED)
+
+
+def _replaced(results: list[dict], note: str) -> list[dict]:
+    """A step's result messages with their text replaced by ``note`` (the first) and a pointer to it (the
+    others, in native mode, one per call): each keeps its role and tool_call_id."""
+    return [{**m, "content": f"{NOTED} {note}" if i == 0 else f"{NOTED} with the result above"}
+            for i, m in enumerate(results)]
 
 
 def unrepeated(text: str) -> str:
@@ -168,10 +231,11 @@ def _stems(text: str) -> set[str]:
     return {w[:STEM] for w in _WORD.findall(text.casefold()) if w not in COMMON}
 
 
-def steps(messages: list[dict]) -> list[tuple[str | None, str]]:
-    """The older messages as (call, result) text: a step's calls and all that answered them; (None, text) for
-    an earlier brief's lines or a turn of a conversation. A reply that was re-asked, and its re-ask, are left out."""
-    found: list[tuple[str | None, str]] = []
+def steps(messages: list[dict]) -> list[tuple[str | None, str, list[dict]]]:
+    """The older messages as (call, result, messages): a step's calls and all that answered them as text, and
+    its messages; (None, text, [message]) for an earlier brief's lines or a turn of a conversation. A reply that
+    was re-asked, and its re-ask, are left out."""
+    found: list[tuple[str | None, str, list[dict]]] = []
     reask = prompts.load("reask").split("(")[0]
     header = prompts.load("summary").split("$summary")[0]
     i = 0
@@ -179,7 +243,8 @@ def steps(messages: list[dict]) -> list[tuple[str | None, str]]:
         message, text = messages[i], messages[i].get("content") or ""
         if asks_for_tools(message):
             end = next((j for j in range(i + 1, len(messages)) if messages[j]["role"] == "assistant"), len(messages))
-            found.append((_calls(message), "\n".join(m.get("content") or "" for m in messages[i + 1:end]).strip()))
+            found.append((_calls(message), "\n".join(m.get("content") or "" for m in messages[i + 1:end]).strip(),
+                          messages[i:end]))
             i = end
             continue
         following = messages[i + 1].get("content") or "" if i + 1 < len(messages) else ""
@@ -187,17 +252,17 @@ def steps(messages: list[dict]) -> list[tuple[str | None, str]]:
             i += 2  # a reply that could not be used, and the re-ask
             continue
         if message["role"] == "user" and text.startswith(header):
-            found.append((None, text[len(header):].strip()))
+            found.append((None, text[len(header):].strip(), [message]))
         elif text.strip():
             who = "Assistant" if message["role"] == "assistant" else "User"
-            found.append((None, f"{who}: {_line(text)}"))
+            found.append((None, f"{who}: {_line(text)}", [message]))
         i += 1
     return found
 
 
-def _line(text: str) -> str:
-    """``text`` on one line, cut to SHORT_RESULT_CHARS (its head and tail kept)."""
-    return " ".join(truncate(" ".join(text.split()), SHORT_RESULT_CHARS).split())
+def _line(text: str, limit: int = SHORT_RESULT_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (its head and tail kept)."""
+    return " ".join(truncate(" ".join(text.split()), limit).split())
 
 
 def _calls(message: dict) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
-from agent.compaction import MAX_NOTES, SHORT_RESULT_CHARS, Summariser, missed_figures, steps, unrepeated
+from agent.compaction import BRIEF_SHARE, MAX_NOTES, NOTE_CHARS, NOTED, SHORT_RESULT_CHARS, Summariser, missed_figures, steps, unrepeated
 from agent.protocols import NativeProtocol, PromptProtocol, asks_for_tools
 from agent.tools import Plan, Registry
 from tests.support import action
@@ -100,6 +100,8 @@ def test_a_long_run_is_summarised_more_than_once_and_keeps_the_task_the_plan_and
     compactions = [data for event, data in events if event == "compaction"]
     assert len(compactions) >= 2 and len(model.briefs) >= len(compactions)
     assert all(c["tokens_after"] < c["tokens_before"] and c["chars_after"] < c["chars_before"] for c in compactions)
+    assert all(c["messages_after"] <= c["messages_before"] and 0 < c["summarised"] < c["messages_before"]
+               for c in compactions)
     assert result.model_calls == len(replies) + len(model.briefs)
     first = model.calls[0]["messages"]
     for sent in (c["messages"] for c in model.calls if not is_brief_request(c["messages"])):
@@ -107,13 +109,14 @@ def test_a_long_run_is_summarised_more_than_once_and_keeps_the_task_the_plan_and
         assert sum(len(m["content"] or "") for m in sent) < 2500 * 3 * 2  # far below the uncompacted size
         assert paired(sent)
     last = model.calls[-1]["messages"]
-    assert last[2]["content"].startswith("[The earlier part of this conversation was replaced by this brief")
-    in_brief = set(re.findall(r"page (\d+) ends with word\1", last[2]["content"]))
-    verbatim = {str(n) for n in range(1, PAGES + 1) if any(f"page {n}: word{n}" in (m["content"] or "") for m in last[3:])}
-    assert in_brief | verbatim == {str(n) for n in range(1, PAGES + 1)} and "8" in verbatim  # nothing lost
-    assert any("read page 1" in (m["content"] or "") for m in last)  # the plan's step stays
+    texts = [m["content"] or "" for m in last[2:]]
+    noted = set(re.findall(r"page (\d+) ends with word\1", " ".join(texts)))
+    verbatim = {str(n) for n in range(1, PAGES + 1) if any(f"page {n}: word{n}" in text for text in texts)}
+    assert noted | verbatim == {str(n) for n in range(1, PAGES + 1)} and "8" in verbatim  # nothing lost
+    assert any(text.startswith(NOTED) for text in texts)  # long results replaced by their notes
+    assert any("read page 1" in text for text in texts)  # the plan's step stays
     steps = [m for m in last if asks_for_tools(m)]
-    assert len(steps) >= 2 and "todo_write" in json.dumps(steps[0])  # the plan's step, and the latest ones
+    assert "todo_write" in json.dumps(steps) and len(steps) >= 3  # the plan's step, older calls, the latest
     assert "page 8: word8" in last[-1]["content"]
 
 
@@ -168,10 +171,16 @@ def prompt_steps(results: list[str]) -> list[dict]:
     return history
 
 
+def summarise(summariser, history: list[dict]) -> tuple[str, dict, int]:
+    """The text of what compaction makes of ``history`` (the older steps of a run), its usage and requests."""
+    shortened = summariser._shortened([], history, [], 3)
+    return shortened.text, shortened.usage, shortened.requests
+
+
 def summary_of(history: list[dict]) -> tuple[str, int, BriefingModel]:
     model = BriefingModel([])
     summariser = Summariser(model, 8192, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
-    summary, _, requests = summariser._summary(history, 3)
+    summary, _, requests = summarise(summariser, history)
     return summary, requests, model
 
 
@@ -187,7 +196,7 @@ def test_the_brief_requests_are_bounded():
                                                         for n in range(MAX_NOTES + 5)]))
     assert requests == MAX_NOTES == len(model.briefs)
     assert len(summary.splitlines()) == MAX_NOTES + 5
-    assert all(len(line) < SHORT_RESULT_CHARS + 100 for line in summary.splitlines())
+    assert all(len(line) < NOTE_CHARS + 100 for line in summary.splitlines())
 
 
 def test_steps_leave_out_replies_that_were_reasked_and_keep_the_turns_of_a_conversation():
@@ -201,7 +210,7 @@ def test_steps_leave_out_replies_that_were_reasked_and_keep_the_turns_of_a_conve
         {"role": "assistant", "content": "The pages say one and two."},
         {"role": "user", "content": "And page 3?"},
     ]
-    assert steps(history) == [('page {"n": 1}; page {"n": 2}', "one\ntwo"),
+    assert [(call, text) for call, text, _ in steps(history)] == [('page {"n": 1}; page {"n": 2}', "one\ntwo"),
                               (None, "Assistant: The pages say one and two."), (None, "User: And page 3?")]
 
 
@@ -267,7 +276,10 @@ def test_a_long_run_through_the_command_line_compacts_twice_and_answers(server, 
     assert len(compactions) < PAGES // 2  # each brief makes room for more than the next step
     last = server.requests[-1]["body"]["messages"]
     assert last[1]["content"] == "Add up the numbers in part1.txt to part8.txt."
-    assert "-> Seen so far." in last[2]["content"] and "number 8" in last[-1]["content"]
+    noted = [m["content"] for m in last if (m["content"] or "").startswith(f"{NOTED} Seen so far.")]
+    assert noted and "number 8" in last[-1]["content"]
+    assert all(f"The result says: number {n}" in text for n, text in enumerate(noted, 1))  # the figures quoted
+    assert [json.dumps(m).count("read_file") for m in last if asks_for_tools(m)] == [1] * PAGES  # every call kept
 
 
 @pytest.mark.parametrize("note, kept", [
@@ -287,7 +299,7 @@ def test_a_note_that_repeats_itself_is_kept_once_in_the_brief():
             return Reply(content="word1, " * 200)
 
     summariser = Summariser(Repeating([]), 8192, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
-    summary, _, requests = summariser._summary(prompt_steps(["page 1: word1 " + "x" * 900]), 3)
+    summary, _, requests = summarise(summariser, prompt_steps(["page 1: word1 " + "x" * 900]))
     assert (summary, requests) == ('- page {"n": 0} -> word1,', 1)
 
 
@@ -321,6 +333,56 @@ def test_the_brief_quotes_the_sentence_a_note_left_out():
             return Reply(content="Quarterly report, East region")
 
     summariser = Summariser(Forgetful([]), 8192, {"role": "user", "content": TASK}, lambda *a, **k: None, Counted())
-    summary, _, _ = summariser._summary(prompt_steps([REPORT + " Filler." * 100]), 3)
+    summary, _, _ = summarise(summariser, prompt_steps([REPORT + " Filler." * 100]))
     assert summary == ('- page {"n": 0} -> Quarterly report, East region The result says: '
                        'Revenue for the quarter: 2,300 thousand euros.')
+
+
+def shortened(history, earlier=(), kept=(), window=8192, model=None):
+    model = model or BriefingModel([])
+    summariser = Summariser(model, window, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
+    return summariser._shortened(list(earlier), history, list(kept), 3), model
+
+
+def test_older_steps_keep_their_calls_and_have_their_long_results_replaced_by_notes():
+    history = prompt_steps(["short", "page 1: word1 " + "x" * 900])
+    done, model = shortened(history)
+    assert done.brief == "" and len(model.briefs) == 1
+    assert done.messages == [history[0], history[1], history[2],
+                             {"role": "user", "content": f"{NOTED} page 1 ends with word1."}]
+    again, model = shortened(done.messages)  # a later compaction: nothing to note again
+    assert again.messages == done.messages and model.briefs == [] and again.text == done.text
+
+
+def test_past_a_share_of_the_window_the_oldest_steps_become_one_brief():
+    history = prompt_steps([f"page {n}: word{n} " + "y" * 2000 for n in range(12)])
+    done, _ = shortened(history, window=2000)  # room for 2000 * BRIEF_SHARE tokens of older steps
+    brief = done.brief.splitlines()
+    calls = [json.loads(m["content"])["arguments"]["n"] for m in done.messages if m["role"] == "assistant"]
+    assert brief and calls and len(brief) + len(calls) == 12
+    assert [line.split(" -> ")[0] for line in brief] == [f'- page {{"n": {n}}}' for n in range(len(brief))]
+    assert calls == list(range(len(brief), 12))  # the newest stay as steps, in order
+    assert sum(len(m["content"]) for m in done.messages) <= 2000 * BRIEF_SHARE * 3
+    assert done.text.splitlines() == brief + [f'- page {{"n": {n}}} -> page {n} ends with word{n}.' for n in calls]
+
+
+def test_the_turns_before_the_task_go_into_the_brief_and_the_kept_step_stays_as_it_is():
+    earlier = [{"role": "user", "content": "Read page 0."}, {"role": "assistant", "content": "It says word0."}]
+    history = prompt_steps([f"page {n}: word{n} " + "y" * 2000 for n in range(12)])
+    plan = history[2:4]  # the step of page 1, as the plan's would be
+    done, _ = shortened(history, earlier=earlier, kept=[plan[0]], window=2000)
+    assert done.brief.splitlines()[:2] == ["User: Read page 0.", "Assistant: It says word0."]
+    assert done.messages[:2] == plan  # unchanged, and not folded though it is among the oldest
+    assert 'page {"n": 0}' in done.brief and 'page {"n": 1}' not in done.brief
+
+
+def test_a_native_step_of_several_calls_keeps_every_tool_call_id():
+    history = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "page", "arguments": '{"n": 1}'}},
+        {"id": "b", "type": "function", "function": {"name": "page", "arguments": '{"n": 2}'}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "page 1: word1 " + "x" * 900},
+        {"role": "tool", "tool_call_id": "b", "content": "page 2: word2 " + "x" * 900}]
+    done, _ = shortened(history)
+    assert done.messages[0] is history[0] and paired(done.messages)
+    assert [m["content"] for m in done.messages[1:]] == [f"{NOTED} page 1 ends with word1. page 2 ends with word2.",
+                                                         f"{NOTED} with the result above"]

@@ -95,8 +95,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--max-output", type=positive_int, default=DEFAULTS.max_output_chars, metavar="CHARS",
                         help=f"tool output kept per call, default {DEFAULTS.max_output_chars}")
     limits.add_argument("--context-window", type=positive_int, metavar="TOKENS",
-                        help="the model's context window: past 3/4 of it, the older steps are summarised by the model "
-                             "into a brief (the task, the plan and the latest steps are kept); default: off")
+                        help="the model's context window: past 3/4 of it, the older steps' long results are replaced "
+                             "by the model's notes of them, and the oldest steps by a brief (the task, the plan and "
+                             "the latest steps are kept); default: off")
     limits.add_argument("--max-history", type=positive_int, metavar="CHARS",
                         help="drop the oldest tool results beyond this many characters of conversation; "
                              f"default: {LOCAL_HISTORY_CHARS} for the local model without --context-window, "

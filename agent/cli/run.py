@@ -422,7 +422,7 @@ class Progress:
         elif event == "compaction":
             requests = data.get("requests", 1)
             how = f"in {plural(requests, 'request')}" if requests else "without a request (all were short)"
-            self.say(f"{indent}compacted: {plural(data['summarised'], 'older message')} summarised into a brief {how} "
+            self.say(f"{indent}compacted: {plural(data['summarised'], 'older message')} summarised {how} "
                      f"(about {data['tokens_before']:,} → {data['tokens_after']:,} tokens)")
         elif event == "compaction_failed":
             self.say(f"{indent}not compacted: {data['reason']}")
