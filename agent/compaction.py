@@ -132,39 +132,47 @@ class Summariser:
         task = truncate(self.task.get("content") or "", MAX_TASK_CHARS)
         budget = max(MIN_RESULT_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
         done = Shortened()
-        entries: list[tuple[str, list[dict]]] = []  # each step's line of text ("" for the kept one), its messages
-        for call, result, messages in steps(old):
-            if any(m is k for m in messages for k in kept):
-                entries.append(("", messages))
-                continue
-            if _noted(messages):  # by an earlier compaction
-                result = messages[1]["content"][len(NOTED):].strip()
-            elif call is not None and len(result) > SHORT_RESULT_CHARS:
-                if done.requests < MAX_NOTES:  # beyond them, the result is cut
-                    note = self._note(task, call, truncate(result, budget), done)
-                    if not note:
-                        done.failed = True
-                        return done
-                    quoted = missed_figures(result, task, note)
-                    result = f"{note} The result says: {quoted}" if quoted else note
-                result = _line(result, NOTE_CHARS)
-                messages = [messages[0], *_replaced(messages[1:], result)]
-            entries.append((result if call is None else f"- {call} -> {_line(result, NOTE_CHARS)}", messages))
-        turns = [line for _, line, _ in steps(earlier)]  # they came before the task: never left in place
-        folded = list(turns)
+        entries: list[tuple[str, list[dict], bool]] = []  # a line of text ("" for the kept step), its messages,
+        for before_task, part in ((True, earlier), (False, old)):  # and whether it came before the task
+            for call, result, messages in steps(part):
+                if any(m is k for m in messages for k in kept):
+                    entries.append(("", messages, False))
+                    continue
+                line, messages = self._shorten(call, result, messages, task, budget, done)
+                if done.failed:
+                    return done
+                entries.append((line, messages, before_task))
         room = min(MAX_SUMMARY_CHARS, int((self.window or 0) * BRIEF_SHARE * chars_per_token))
-        size = sum(_chars(messages) for _, messages in entries)
-        stay = []
-        for line, messages in entries:  # the oldest into the brief, until the rest fit in the room
-            if size > room and line:
+        size = sum(_chars(messages) for _, messages, _ in entries)
+        folded, stay = [], []
+        for line, messages, before_task in entries:  # the oldest into the brief, until the rest fit in the room
+            if line and (before_task or size > room):
                 folded.append(line)
                 size -= _chars(messages)
             else:
                 stay.append(messages)
         done.brief = truncate("\n".join(folded), MAX_SUMMARY_CHARS)
         done.messages = [m for messages in stay for m in messages]
-        done.text = truncate("\n".join(turns + [line for line, _ in entries if line]), MAX_SUMMARY_CHARS)
+        done.text = truncate("\n".join(line for line, _, _ in entries if line), MAX_SUMMARY_CHARS)
         return done
+
+    def _shorten(self, call: str | None, result: str, messages: list[dict], task: str, budget: int,
+                 done: Shortened) -> tuple[str, list[dict]]:
+        """One older step's line of text and its messages, its long results replaced by the model's note (or,
+        past MAX_NOTES requests, cut); a turn of a conversation or an earlier brief as it is."""
+        if _noted(messages):  # by an earlier compaction
+            result = messages[1]["content"][len(NOTED):].strip()
+        elif call is not None and len(result) > SHORT_RESULT_CHARS:
+            if done.requests < MAX_NOTES:
+                note = self._note(task, call, truncate(result, budget), done)
+                if not note:
+                    done.failed = True
+                    return "", messages
+                quoted = missed_figures(result, task, note)
+                result = f"{note} The result says: {quoted}" if quoted else note
+            result = _line(result, NOTE_CHARS)
+            messages = [messages[0], *_replaced(messages[1:], result)]
+        return (result if call is None else f"- {call} -> {_line(result, NOTE_CHARS)}"), messages
 
     def _note(self, task: str, call: str, result: str, done: Shortened) -> str:
         """The model's note of one long result: what it says that the task needs (empty if it wrote none)."""

@@ -367,11 +367,13 @@ def test_past_a_share_of_the_window_the_oldest_steps_become_one_brief():
 
 
 def test_the_turns_before_the_task_go_into_the_brief_and_the_kept_step_stays_as_it_is():
-    earlier = [{"role": "user", "content": "Read page 0."}, {"role": "assistant", "content": "It says word0."}]
+    earlier = [{"role": "user", "content": "Read page 0."}, *prompt_steps(["page 0: word0 " + "z" * 900]),
+               {"role": "assistant", "content": "It says word0."}]
     history = prompt_steps([f"page {n}: word{n} " + "y" * 2000 for n in range(12)])
     plan = history[2:4]  # the step of page 1, as the plan's would be
     done, _ = shortened(history, earlier=earlier, kept=[plan[0]], window=2000)
-    assert done.brief.splitlines()[:2] == ["User: Read page 0.", "Assistant: It says word0."]
+    assert done.brief.splitlines()[:3] == ["User: Read page 0.", '- page {"n": 0} -> page 0 ends with word0.',
+                                           "Assistant: It says word0."]
     assert done.messages[:2] == plan  # unchanged, and not folded though it is among the oldest
     assert 'page {"n": 0}' in done.brief and 'page {"n": 1}' not in done.brief
 
