@@ -388,3 +388,19 @@ def test_a_native_step_of_several_calls_keeps_every_tool_call_id():
     assert done.messages[0] is history[0] and paired(done.messages)
     assert [m["content"] for m in done.messages[1:]] == [f"{NOTED} page 1 ends with word1. page 2 ends with word2.",
                                                          f"{NOTED} with the result above"]
+
+
+def test_in_a_conversation_the_earlier_turns_go_into_the_brief_and_the_saved_history_keeps_it():
+    replies = [call("prompt", 1, "page", {"n": 1}), call("prompt", 2, "page", {"n": 2}), final("prompt", "word1, word2")]
+    replies += [call("prompt", n, "page", {"n": n}) for n in range(3, 7)] + [final("prompt", "word3 to word6")]
+    model = BriefingModel(replies)
+    agent = Agent(model, pages(), settings=Settings(context_window=2000))
+    first = agent.run("Read pages 1 and 2.")
+    second = agent.run("Now read pages 3 to 6.", history=first.messages)
+    assert (first.answer, second.answer) == ("word1, word2", "word3 to word6")
+    saved = second.messages
+    assert saved[1]["content"] == "Now read pages 3 to 6."  # the task of this turn, right after the system prompt
+    brief = saved[2]["content"]
+    assert brief.startswith("[The earlier part of this conversation was replaced by this brief")
+    assert "User: Read pages 1 and 2." in brief and "page 1 ends with word1" in brief and "word1, word2" in brief
+    assert "page 6: word6" in saved[-2]["content"] and paired(saved)
