@@ -154,7 +154,8 @@ def test_a_folder_with_its_own_tools_and_prompts_packages_does_not_shadow_ours(s
     assert (done.returncode, done.stdout, done.stderr) == (0, "42\n", "")
 
 
-def test_ctrl_c_leaves_a_complete_trace(server, workspace):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_a_termination_request_leaves_a_complete_trace(server, workspace, stop):
     server.reply(action("calculator", expression="1+1"))
     server.reply(action(answer="2"), delay=30)
     trace = workspace / "trace.jsonl"
@@ -164,10 +165,10 @@ def test_ctrl_c_leaves_a_complete_trace(server, workspace):
     deadline = time.monotonic() + 30
     while len(server.requests) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    child.send_signal(signal.SIGINT)
+    child.send_signal(stop)
     out, err = child.communicate(timeout=30)
     events = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert child.returncode == 130 and "Traceback" not in err
+    assert child.returncode == 130 and "Traceback" not in err and "interrupted" in err
     assert [e["event"] for e in events][:4] == ["run_start", "model_call", "tool_call", "tool_result"]
     assert events[-1]["event"] == "run_end" and events[-1]["status"] == "interrupted"
 

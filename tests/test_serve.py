@@ -323,10 +323,11 @@ def test_listening_beyond_this_machine_without_a_key_is_warned_about(upstream):
         assert "warning: 0.0.0.0 is reachable from other machines and no --api-key is set" in said()
 
 
-def test_ctrl_c_stops_the_server_with_the_interrupted_exit_code(upstream):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_a_termination_request_stops_the_server_with_the_interrupted_exit_code(upstream, stop):
     with serving("--upstream-url", upstream.url, "-m", "m") as (url, child, said):
         assert httpx.get(f"{url}/models").status_code == 200
-        child.send_signal(signal.SIGINT)
+        child.send_signal(stop)
         assert child.wait(timeout=10) == 130
         assert said().endswith("agent: interrupted\n") and "Traceback" not in said()
 
