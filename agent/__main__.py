@@ -1,16 +1,12 @@
-"""`python -m agent` and the `agent` command; Ctrl-C while it is still starting up ends quietly, like later.
-A termination request (SIGTERM: `kill`, a stopped service or container) ends a run as Ctrl-C does: the
-trace and the run log are completed, and the exit code is 130."""
-import signal
+"""`python -m agent` and the `agent` command; Ctrl-C (or SIGTERM) while it is still starting up ends quietly,
+like later."""
 import sys
 
 
-def _terminated(signum, frame):
-    raise KeyboardInterrupt
-
-
 def run() -> int:
-    signal.signal(signal.SIGTERM, _terminated)
+    from agent.cli.signals import handle_termination
+
+    handle_termination()
     try:
         from agent.cli import main
     except KeyboardInterrupt:

@@ -4,6 +4,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import termios
@@ -121,3 +122,22 @@ def test_save_refuses_another_sessions_name_and_a_bad_one(server, workspace):
     assert done.returncode == 0
     assert "a session named 'taken' exists already" in done.stderr
     assert "'../up' is not a session name" in done.stderr and "/save needs a NAME" in done.stderr
+
+
+def test_a_termination_request_ends_the_chat_where_ctrl_c_would_only_stop_the_turn(server, workspace):
+    server.reply(action(answer="never shown"), delay=30)
+    terminal = Terminal("--base-url", server.url, "-m", "m", cwd=workspace)
+    terminal.expect("> ")
+    terminal.type("Tell me a long story\r")
+    while len(server.requests) < 1:
+        time.sleep(0.05)
+    terminal.child.send_signal(signal.SIGTERM)
+    assert "agent: interrupted" in terminal.expect("agent: interrupted")
+    assert terminal.close() == 130
+
+
+def test_a_termination_request_at_the_prompt_ends_the_chat(server, workspace):
+    terminal = Terminal("--base-url", server.url, "-m", "m", cwd=workspace)
+    terminal.expect("> ")
+    terminal.child.send_signal(signal.SIGTERM)
+    assert terminal.close() == 130

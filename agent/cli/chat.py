@@ -94,6 +94,7 @@ class Chat:
             except EOFError:
                 return
             except KeyboardInterrupt:  # at the prompt: a fresh prompt, as in a shell
+                ended()
                 print(file=sys.stderr)
                 continue
             try:
@@ -102,7 +103,9 @@ class Chat:
                 if line and not line.startswith("/"):
                     self.turn(line)
             except KeyboardInterrupt:  # after the turn ran (while it was shown or saved): the chat goes on
+                ended()
                 print("agent: interrupted", file=sys.stderr)
+            ended()  # a turn that was stopped by SIGTERM
 
     def turn(self, task: str) -> None:
         result = self.agent.run(task, history=self.session.messages)
@@ -192,3 +195,12 @@ def line_editing(history_file) -> Callable[[], None]:
             pass
 
     return save
+
+
+def ended() -> None:
+    """Ends the chat (as Ctrl-C ends `agent "TASK"`) once a termination request (SIGTERM) came: Ctrl-C alone
+    only stops a turn."""
+    from agent.cli import signals
+
+    if signals.terminated:
+        raise KeyboardInterrupt
