@@ -171,14 +171,16 @@ class Workspace:
         try:
             with os.scandir(folder) as entries:
                 names = [e.name + "/" * e.is_dir(follow_symlinks=False) for e in itertools.islice(entries, MAX_SCANNED)]
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             return f"file not found: {shown} (its folder {self.show(folder)} does not exist either)"
+        except OSError:  # a folder that cannot be read: nothing to say of what it holds
+            return f"file not found: {shown}"
         if not names:
             return f"file not found: {shown} (its folder is empty)"
         similarity = {n: difflib.SequenceMatcher(None, target.name, n).ratio() for n in names}
         named = sorted(names, key=lambda n: (-similarity[n], n))[:MAX_NAMED]
-        more = len(names) - len(named)
-        more = f" and {more}{'+' if len(names) == MAX_SCANNED else ''} more" if more else ""
+        rest = len(names) - len(named)
+        more = f" and {rest}{'+' if len(names) == MAX_SCANNED else ''} more" if rest else ""
         where = "the workspace" if folder == self.root else self.show(folder)
         return f"file not found: {shown}; {where} has: {', '.join(named)}{more}"
 

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Callable
 
+from agent.cli import signals
 from agent.cli.options import Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment
 from agent.cli.run import AnswerStream, add_run_options, build_agent, equipped, keep, record, report, settle_auto
 from agent.cli.servers import add_mcp_options
@@ -200,7 +201,5 @@ def line_editing(history_file) -> Callable[[], None]:
 def ended() -> None:
     """Ends the chat (as Ctrl-C ends `agent "TASK"`) once a termination request (SIGTERM) came: Ctrl-C alone
     only stops a turn."""
-    from agent.cli import signals
-
     if signals.terminated:
         raise KeyboardInterrupt
