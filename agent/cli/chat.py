@@ -95,7 +95,7 @@ class Chat:
             except EOFError:
                 return
             except KeyboardInterrupt:  # at the prompt: a fresh prompt, as in a shell
-                ended()
+                signals.raise_if_terminated()
                 print(file=sys.stderr)
                 continue
             try:
@@ -104,9 +104,9 @@ class Chat:
                 if line and not line.startswith("/"):
                     self.turn(line)
             except KeyboardInterrupt:  # after the turn ran (while it was shown or saved): the chat goes on
-                ended()
+                signals.raise_if_terminated()
                 print("agent: interrupted", file=sys.stderr)
-            ended()  # a turn that was stopped by SIGTERM
+            signals.raise_if_terminated()  # a turn that was stopped by SIGTERM
 
     def turn(self, task: str) -> None:
         result = self.agent.run(task, history=self.session.messages)
@@ -196,10 +196,3 @@ def line_editing(history_file) -> Callable[[], None]:
             pass
 
     return save
-
-
-def ended() -> None:
-    """Ends the chat (as Ctrl-C ends `agent "TASK"`) once a termination request (SIGTERM) came: Ctrl-C alone
-    only stops a turn."""
-    if signals.terminated:
-        raise KeyboardInterrupt

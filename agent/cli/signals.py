@@ -13,3 +13,10 @@ def _terminate(signum, frame):
     global terminated
     terminated = True
     raise KeyboardInterrupt
+
+
+def raise_if_terminated() -> None:
+    """Raise KeyboardInterrupt once a termination request came: for `agent chat`, where Ctrl-C alone only stops
+    a turn, so that SIGTERM ends it as it ends a run."""
+    if terminated:
+        raise KeyboardInterrupt
