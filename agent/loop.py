@@ -171,7 +171,7 @@ class Replies:
     def _complete(self, history: list[dict]) -> Reply:
         started = time.monotonic()
         messages = history + self.attempts if self.attempts else history
-        reply = self._count(self.model.complete(messages, **self.protocol.request_options(messages)))
+        reply = self._count(self.model.complete(messages, **self.protocol.options))
         if reply.usage:
             self.reported = len(history), reply.usage.get("prompt_tokens") or 0
         self.emit("model_call", seconds=round(time.monotonic() - started, 3), usage=reply.usage,

@@ -15,7 +15,6 @@ from agent.text import scrub
 from agent.tools.registry import bad_arguments, unknown_tool
 
 MAX_BATCH = 8
-NO_TOOL = "none"  # a final answer may name its tool as this: {"tool": "none", "type": "final", "answer": ...}
 MAX_REPLY_CHARS = 256_000  # a longer reply is refused unread
 MAX_DEPTH = 500  # nesting of a decoded value; deeper is refused before anything recurses into it
 REPAIRS = ("python_literals", "single_quotes", "trailing_commas", "control_characters")
@@ -103,7 +102,7 @@ def action_schema(tools: dict[str, dict], batch: bool = True, final: bool = True
     if not (final or tools):
         raise ValueError("an action schema needs the final answer or at least one tool")
     answer = {"type": "object",
-              "properties": {"tool": {"const": NO_TOOL}, "type": {"const": "final"}, "answer": {"type": "string"}},
+              "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
               "required": ["type", "answer"], "additionalProperties": False}
     calls = {name: {"type": "object",
                     "properties": {"type": {"const": "tool_call"}, "tool": {"const": name},
@@ -448,7 +447,7 @@ def _validate(value: object, actions: ActionSchema) -> None:
         _check_item(value, "$", actions.final, actions.tools, batch=False)
 
 
-_CALL_KEYS, _FINAL_KEYS = {"type", "tool", "arguments"}, ({"type", "answer"}, {"tool", "type", "answer"})
+_CALL_KEYS, _FINAL_KEYS = {"type", "tool", "arguments"}, {"type", "answer"}
 
 
 def _plainly_valid(item: object, actions: ActionSchema, batch: bool = False) -> bool:
@@ -459,8 +458,8 @@ def _plainly_valid(item: object, actions: ActionSchema, batch: bool = False) -> 
     if (item.keys() == _CALL_KEYS and item["type"] == "tool_call" and isinstance(item["tool"], str)
             and item["tool"] in actions.arguments):
         return actions.arguments[item["tool"]].is_valid(item["arguments"])
-    return (not batch and actions.final is not None and item.keys() in _FINAL_KEYS and item["type"] == "final"
-            and isinstance(item["answer"], str) and item.get("tool", NO_TOOL) == NO_TOOL)
+    return (not batch and actions.final is not None and item.keys() == _FINAL_KEYS and item["type"] == "final"
+            and isinstance(item["answer"], str))
 
 
 def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
@@ -469,11 +468,7 @@ def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
     and when the schema allows no final answer (the reply must call a tool)."""
     if not isinstance(item, dict):
         raise ParseError("schema", f"{prefix} must be a tool_call object, got {_KINDS[type(item)]}")
-    kind, name = item.get("type"), item.get("tool")
-    if kind == "final" and final is not None and "tool" in item and name != NO_TOOL:
-        call = (f'; to call {name}, reply {{"tool": "{name}", "type": "tool_call", "arguments": {{...}}}}'
-                if isinstance(name, str) and name in tools else "")
-        raise ParseError("schema", f'{prefix}.tool must be "{NO_TOOL}" in a final answer{call}')
+    kind = item.get("type")
     if kind == "final" and final is not None:
         return _raise_first_error(final, item, prefix)
     if kind == "final" and batch:
@@ -484,13 +479,9 @@ def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
     if kind != "tool_call":
         allowed = '"tool_call" or "final"' if final is not None else '"tool_call"'
         raise ParseError("schema", f"{prefix}.type must be {allowed}")
-    names = ", ".join(tools) or "none"
+    name, names = item.get("tool"), ", ".join(tools) or "none"
     if not isinstance(name, str):
         raise ParseError("schema", f"{prefix}.tool must be the name of a tool; available tools: {names}")
-    if name == NO_TOOL and name not in tools and final is not None:
-        raise ParseError("schema", f'{prefix}: "tool": "{NO_TOOL}" calls no tool, so its type is "final", with the '
-                                   f'answer: {{"tool": "{NO_TOOL}", "type": "final", "answer": "..."}}; '
-                                   f"or call one of the tools: {names}")
     if name not in tools:
         raise ParseError("unknown_tool", unknown_tool(name, tools))
     _raise_first_error(tools[name], item, prefix, tool=name)

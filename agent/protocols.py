@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from agent import prompts
 from agent.models import Reply, tool_call
-from agent.parsing import MAX_BATCH, NO_TOOL, ParseError, action_schema, load_json, parse_action
+from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action
 from agent.streaming import ContentReader, FinalAnswerReader
 from agent.text import scrub
 from agent.tools.registry import unknown_tool
@@ -75,30 +75,20 @@ class PromptProtocol:
         self.rules = "" if choice == "auto" else prompts.render(f"choice_{choice}" if choice in ("none", "required")
                                                                else "choice_tool", tool=choice)
         self.rules += "" if parallel or not tools else prompts.load("one_call")
-        # With the grammar, a reply that chooses what to do names its tool (or "none") before anything else: the
-        # model weighs each tool's name against "none", where "tool_call" against "final" ignored whether a tool fits.
-        self.naming = constrain and choice == "auto" and bool(tools)
         self.options: dict = {}
         if constrain:
-            self.options["response_format"] = _grammar(self.actions.schema, naming=False)
-        self._naming = _grammar(self.actions.schema, naming=True) if self.naming else None
-
-    def request_options(self, messages: list[dict]) -> dict:
-        """The options of the request that sends ``messages``. The reply right after tool results puts its type
-        first: naming first there, the model called the same tool again and again."""
-        after_results = len(messages) > 1 and asks_for_tools(messages[-2])
-        return {**self.options, "response_format": self._naming} if self.naming and not after_results else self.options
+            self.options["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "action", "schema": explicit_types(self.actions.schema)},
+            }
 
     def system_prompt(self) -> str:
         """The protocol, the offered tools' documentation, their own rules and a worked example."""
         tools = list(self.registry)
         example = next((t for t in tools if t.example), None)
-        return prompts.render("prompt_protocol", forms=prompts.load(self._forms("forms")).rstrip(),
-                              when=prompts.load(self._forms("when")).rstrip(),
-                              decline=prompts.load(self._forms("decline")).rstrip(),
-                              tools=self.registry.describe(), hints=_hints(tools),
+        return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
                               names=", ".join(t.name for t in tools) or "(none)",
-                              example=_worked_example(example, self.naming) if example else "").rstrip() + "\n" + (
+                              example=_worked_example(example) if example else "").rstrip() + "\n" + (
                                   f"\n{self.rules}" if self.rules else "")
 
     @staticmethod
@@ -111,7 +101,7 @@ class PromptProtocol:
             parsed = parse_action(reply.content, self.actions, reply.finish_reason)
         except ParseError as error:
             reask = prompts.render("reask", kind=error.kind, problem=error.message,
-                                   expected=prompts.load(self._forms("action_format")))
+                                   expected=prompts.load("action_format"))
             failed = {"role": "assistant", "content": scrub(reply.content or "")}
             return Reask(error.kind, error.message, [failed, {"role": "user", "content": reask}])
         value = parsed.value
@@ -120,10 +110,6 @@ class PromptProtocol:
             return Final(value["answer"], message, parsed.repairs)
         actions = value if isinstance(value, list) else [value]
         return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
-
-    def _forms(self, name: str) -> str:
-        """The prompt that shows the replies' forms, in the order the grammar asks for."""
-        return f"{name}_tool_first" if self.naming else name
 
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
         if len(calls) == 1:
@@ -153,30 +139,12 @@ def _hints(tools) -> str:
     return "".join(f"- {t.hint}\n" for t in tools if t.hint)
 
 
-def _worked_example(tool, naming: bool) -> str:
+def _worked_example(tool) -> str:
     example = tool.example
     call = {"type": "tool_call", "tool": tool.name, "arguments": example["arguments"]}
     final = {"type": "final", "answer": example["answer"]}
-    if naming:
-        call, final = {"tool": tool.name, **call}, {"tool": NO_TOOL, **final}
     return prompts.render("example_call", task=example["task"], call=json.dumps(call, ensure_ascii=False),
                           tool=tool.name, result=example["result"], final=json.dumps(final, ensure_ascii=False))
-
-
-def _grammar(schema: dict, naming: bool) -> dict:
-    """The response format that constrains a reply to the action schema. ``naming``: every action names its tool
-    first ("none" in the final answer); else its type comes first and the final answer names no tool."""
-    def ordered(branch: dict) -> dict:
-        properties = dict(branch["properties"])
-        if not naming:  # as the schema has them: type, tool, arguments; the final answer without its tool
-            return branch if "arguments" in properties else {**branch, "properties": {
-                k: v for k, v in properties.items() if k != "tool"}}
-        required = branch["required"] if "tool" in branch["required"] else ["tool", *branch["required"]]
-        return {**branch, "properties": {"tool": properties.pop("tool"), **properties}, "required": required}
-
-    branches = [{**b, "items": {"anyOf": [ordered(c) for c in b["items"]["anyOf"]]}} if b["type"] == "array"
-                else ordered(b) for b in schema["anyOf"]]
-    return {"type": "json_schema", "json_schema": {"name": "action", "schema": explicit_types({"anyOf": branches})}}
 
 
 ANY_JSON = ["string", "number", "boolean", "object", "array", "null"]
@@ -237,10 +205,6 @@ class NativeProtocol:
     def __init__(self, registry):
         self.registry = registry
         self.options = {"tools": registry.openai_tools()}
-
-    def request_options(self, messages: list[dict]) -> dict:
-        """The options of every request: the tools."""
-        return self.options
 
     def system_prompt(self) -> str:
         """The rules both protocols share and the offered tools' own hints; the API carries the tools."""

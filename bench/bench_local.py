@@ -34,12 +34,11 @@ def main() -> None:
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     system = {"role": "system", "content": protocol.system_prompt()}
     task = {"role": "user", "content": "Compute 128*96 + 45**2 - 88/2"}
-    first = timed("first step, cold prompt, constrained",
-                  lambda: model.complete([system, task], **protocol.request_options([system, task])))
+    first = timed("first step, cold prompt, constrained", lambda: model.complete([system, task], **protocol.options))
     follow = [system, task, {"role": "assistant", "content": first.content},
               {"role": "user", "content": "Result of calculator:\n14269.0"}]
     second = timed("second step, prompt prefix cached, constrained",
-                   lambda: model.complete(follow, **protocol.request_options(follow)))
+                   lambda: model.complete(follow, **protocol.options))
     timed("the same second step again, unconstrained", lambda: model.complete(follow))
     print(f"{'tokens: first step prompt + completion':<52} {first.usage['prompt_tokens']} + "
           f"{first.usage['completion_tokens']}; second {second.usage['prompt_tokens']} + "

@@ -116,12 +116,10 @@ def test_a_constrained_reply_is_a_valid_action_even_when_the_task_invites_prose(
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     messages = [{"role": "system", "content": protocol.system_prompt()},
                 {"role": "user", "content": "Hello! Who are you? Reply in plain prose, not JSON."}]
-    options = protocol.request_options(messages)
-    reply = local_model.complete(messages, max_tokens=200, **options)
+    reply = local_model.complete(messages, max_tokens=200, **protocol.options)
     assert reply.finish_reason == "stop"
     assert reply.usage["completion_tokens"] > 0
-    jsonschema.validate(json.loads(reply.content), options["response_format"]["json_schema"]["schema"])
-    assert next(iter(json.loads(reply.content))) == "tool"  # the grammar makes the reply name its tool first
+    jsonschema.validate(json.loads(reply.content), protocol.options["response_format"]["json_schema"]["schema"])
 
 
 def test_native_mode_first_reply_is_a_tool_call(local_model):

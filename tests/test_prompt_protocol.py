@@ -47,61 +47,6 @@ def test_constrained_replies_may_be_a_batch_and_a_typeless_parameter_takes_any_v
     assert extra["type"] == ["string", "number", "boolean", "object", "array", "null"]
 
 
-def first_keys(schema: dict) -> list[str]:
-    """The first property of each branch of a grammar's schema (of a batch's items too)."""
-    branches = [b["items"]["anyOf"] if b["type"] == "array" else [b] for b in schema["anyOf"]]
-    return [next(iter(b["properties"])) for group in branches for b in group]
-
-
-def test_with_the_grammar_a_first_reply_names_its_tool_and_a_reply_after_results_its_type():
-    protocol = PromptProtocol(Registry([convert]), constrain=True)
-    task = [{"role": "system", "content": protocol.system_prompt()}, {"role": "user", "content": "5 km in m?"}]
-    call = {"tool": "convert", "type": "tool_call", "arguments": {"value": 5, "unit": "km"}}
-    naming = protocol.request_options(task)["response_format"]["json_schema"]["schema"]
-    assert first_keys(naming) == ["tool", "tool", "tool"]  # the final answer, the call, the batch's call
-    final = naming["anyOf"][0]
-    assert final["required"][0] == "tool" and final["properties"]["tool"] == {"const": "none"}
-    after = task + [{"role": "assistant", "content": json.dumps(call)},
-                    {"role": "user", "content": "Result of convert:\n5000"}]
-    typed = protocol.request_options(after)["response_format"]["json_schema"]["schema"]
-    assert first_keys(typed) == ["type", "type", "type"] and "tool" not in typed["anyOf"][0]["properties"]
-    assert Draft202012Validator(naming).is_valid({"tool": "none", "type": "final", "answer": "5000 m"})
-    assert not Draft202012Validator(naming).is_valid({"type": "final", "answer": "5000 m"})
-    assert Draft202012Validator(typed).is_valid({"type": "final", "answer": "5000 m"})
-    assert all(Draft202012Validator(s).is_valid([call, call]) for s in (naming, typed))
-
-
-def test_the_prompt_shows_the_forms_in_the_order_the_grammar_asks_for():
-    constrained = PromptProtocol(builtin_registry("."), constrain=True).system_prompt()
-    plain = PromptProtocol(builtin_registry(".")).system_prompt()
-    assert '{"tool": "none", "type": "final", "answer": "<your answer for the user>"}' in constrained
-    assert 'You: {"tool": "calculator", "type": "tool_call", "arguments": {"expression": "350 * 12 / 100"}}' \
-        in constrained
-    assert '"tool" is "none" unless one of the tools does exactly what the task asks' in constrained
-    assert '"tool": "none"' not in plain and '{"type": "final", "answer": "<your answer for the user>"}' in plain
-    assert "If no tool does what the task asks, call none: reply with the final object" in plain
-    required = PromptProtocol(builtin_registry("."), constrain=True, choice="required")
-    assert not required.naming and '"tool": "none"' not in required.system_prompt()
-
-
-def test_a_plain_prompt_reply_may_name_its_tool_first_or_none_in_its_answer():
-    protocol = PromptProtocol(Registry([convert]))
-    final = protocol.parse(Reply(content='{"tool": "none", "type": "final", "answer": "No tool converts that."}'))
-    assert final.answer == "No tool converts that."
-    step = protocol.parse(Reply(content='{"tool": "convert", "type": "tool_call", "arguments": {"value": 1, "unit": "m"}}'))
-    assert [(c.tool, c.arguments) for c in step.calls] == [("convert", {"value": 1, "unit": "m"})]
-
-
-def test_a_reply_mixing_none_and_a_call_is_reasked_with_the_way_out():
-    protocol = PromptProtocol(Registry([convert]), constrain=True)
-    reask = protocol.parse(Reply(content='{"tool": "none", "type": "tool_call", "arguments": {}}'))
-    assert reask.kind == "schema" and '"tool": "none" calls no tool, so its type is "final"' in reask.problem
-    assert "or call one of the tools: convert" in reask.problem
-    assert '{"tool": "none", "type": "final"' in reask.messages[-1]["content"]  # the re-ask shows the forms
-    reask = protocol.parse(Reply(content='{"tool": "convert", "type": "final", "answer": "5000 m"}'))
-    assert reask.kind == "schema" and reask.problem.startswith('$.tool must be "none" in a final answer; to call convert')
-
-
 def test_explicit_types_leaves_shaped_schemas_alone_and_reaches_nested_ones():
     schema = {"type": "object", "properties": {"a": {"enum": [1]}, "b": {"type": "array", "items": {}},
                                                "c": {"anyOf": [{"description": "x"}]}}}

@@ -24,8 +24,6 @@ def read(reader, text: str, size: int) -> str:
 @pytest.mark.parametrize("reply, shown", [
     ('{"type": "final", "answer": "Hi, \\"you\\" \\u00e9 \\ud83d\\ude00\\n"}', 'Hi, "you" é 😀\n'),
     ('{"answer": "written before its type", "type": "final"}', "written before its type"),
-    ('{"tool": "none", "type": "final", "answer": "named no tool first"}', "named no tool first"),
-    ('{"tool": "calculator", "type": "tool_call", "arguments": {"answer": "x"}}', ""),
     ('{"thought": "a {brace} and [1, 2]", "type": "final", "answer": "ok", "n": [1, {"a": null}]}', "ok"),
     ('<think>maybe {"type": "final", "answer": "no"}</think>\n```json\n{"type": "final", "answer": "yes"}\n```', "yes"),
     ('Here {it} is: {"type": "final", "answer": "after the prose"}', "after the prose"),
