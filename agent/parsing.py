@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from agent.text import scrub
+from agent.tools.docs import fault_note
 from agent.tools.registry import bad_arguments, unknown_tool
 
 MAX_BATCH = 8
@@ -493,7 +494,7 @@ def _raise_first_error(branch: Draft202012Validator, item: dict, prefix: str, to
         return
     problem = f"{prefix}{error.json_path[1:]}: {_describe(error)}"
     if tool and error.path and error.path[0] == "arguments":
-        raise ParseError("bad_arguments", bad_arguments(tool, problem))
+        raise ParseError("bad_arguments", bad_arguments(tool, problem + fault_note(error)))
     raise ParseError("schema", problem)
 
 

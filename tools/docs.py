@@ -6,11 +6,14 @@
 """
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
 MAX_DEPTH = 4  # nested objects are expanded this deep; deeper ones are shown as "object"
 MAX_ENUM = 30  # enum values listed; beyond, the count
+MAX_NOTE = 300  # characters of a parameter's description quoted after a fault in its value
+MAX_GUESSED, MAX_CANDIDATES = 200, 1000  # a longer value, or the enum's values past these, get no guess
 
 
 def describe(name: str, description: str, parameters: dict) -> str:
@@ -19,6 +22,34 @@ def describe(name: str, description: str, parameters: dict) -> str:
     lines = [f"- {signature(name, parameters)}" + (f" — {text}" if text else "")]
     lines += _parameter_lines(parameters, indent="    ", depth=0)
     return "\n".join(lines)
+
+
+def fault_note(error) -> str:
+    """The documentation of the parameter whose value broke its schema (a jsonschema error), to follow the
+    fault: ``" (unit: Unit of value: m, km, ...)"``; empty for a fault in an object's keys, or none documented."""
+    if error.validator in ("required", "additionalProperties", "dependentRequired") or not isinstance(error.schema, dict):
+        return ""
+    guess = closest(error.instance, error.schema.get("enum")) if error.validator == "enum" else None
+    hint = f'; did you mean {_json(guess)}?' if guess is not None else ""
+    text = " ".join(str(error.schema.get("description", "")).split())
+    keys = [part for part in error.path if isinstance(part, str)]
+    if not (text and keys):
+        return hint
+    text = text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 3] + "..."
+    return f"{hint} ({keys[-1]}: {text})"
+
+
+def closest(value: Any, allowed: Any) -> str | None:
+    """The allowed string that ``value`` most likely means: the longest one it starts with ("miles" → "mi"),
+    else the most similar; None when nothing is close."""
+    if not isinstance(value, str) or not isinstance(allowed, list) or len(value) > MAX_GUESSED:
+        return None
+    words = [a for a in allowed[:MAX_CANDIDATES] if isinstance(a, str) and a]
+    prefixes = [a for a in words if value.lower().startswith(a.lower()) and len(a) > 1]
+    if prefixes:
+        return max(prefixes, key=len)
+    similar = difflib.get_close_matches(value.lower(), [a.lower() for a in words], n=1, cutoff=0.6)
+    return next((a for a in words if a.lower() == similar[0]), None) if similar else None
 
 
 def signature(name: str, parameters: dict) -> str:

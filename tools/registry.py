@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
-from .docs import describe, signature
+from .docs import describe, fault_note, signature
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -151,7 +151,7 @@ class Registry:
         error = best_match(self._validators[name].iter_errors(arguments))
         if error is None:
             return None
-        return bad_arguments(name, f"{error.json_path}: {_shorten(error.message)}")
+        return bad_arguments(name, f"{error.json_path}: {_shorten(error.message)}{fault_note(error)}")
 
     def call(self, name: str, arguments: dict) -> ToolResult:
         """Check the arguments, then run the tool; every failure becomes an 'error: ...' result, nothing is raised."""
