@@ -25,9 +25,12 @@ def describe(name: str, description: str, parameters: dict) -> str:
 
 
 def fault_note(error) -> str:
-    """The documentation of the parameter whose value broke its schema (a jsonschema error), to follow the
-    fault: ``" (unit: Unit of value: m, km, ...)"``; empty for a fault in an object's keys, or none documented."""
-    if error.validator in ("required", "additionalProperties", "dependentRequired") or not isinstance(error.schema, dict):
+    """What follows the fault in a parameter's value (a jsonschema error): for a value outside an enum, the
+    allowed one it most likely means, then the parameter's own description: ``'; did you mean "mi"? (unit:
+    Unit of value: ...)'``. Empty for a fault in an object's keys, or where there is nothing to add."""
+    if error.validator in ("required", "additionalProperties", "dependentRequired"):
+        return ""
+    if not isinstance(error.schema, dict):
         return ""
     guess = closest(error.instance, error.schema.get("enum")) if error.validator == "enum" else None
     hint = f'; did you mean {_json(guess)}?' if guess is not None else ""
@@ -44,12 +47,13 @@ def closest(value: Any, allowed: Any) -> str | None:
     else the most similar; None when nothing is close."""
     if not isinstance(value, str) or not isinstance(allowed, list) or len(value) > MAX_GUESSED:
         return None
-    words = [a for a in allowed[:MAX_CANDIDATES] if isinstance(a, str) and a]
-    prefixes = [a for a in words if value.lower().startswith(a.lower()) and len(a) > 1]
+    words = {a.lower(): a for a in reversed(allowed[:MAX_CANDIDATES]) if isinstance(a, str) and a}
+    wanted = value.lower()
+    prefixes = [word for word in words if len(word) > 1 and wanted.startswith(word)]
     if prefixes:
-        return max(prefixes, key=len)
-    similar = difflib.get_close_matches(value.lower(), [a.lower() for a in words], n=1, cutoff=0.6)
-    return next((a for a in words if a.lower() == similar[0]), None) if similar else None
+        return words[max(prefixes, key=len)]
+    similar = difflib.get_close_matches(wanted, list(words), n=1, cutoff=0.6)
+    return words[similar[0]] if similar else None
 
 
 def signature(name: str, parameters: dict) -> str:
