@@ -8,7 +8,7 @@ import pytest
 from agent import Reply
 from agent.protocols import NativeProtocol, PromptProtocol, Reask
 from agent.tools import Registry, tool
-from agent.tools.docs import MAX_NOTE, closest
+from agent.tools.docs import MAX_MESSAGE, closest
 
 UNITS = ["mm", "cm", "m", "km", "in", "ft", "yd", "mi", "nmi"]
 
@@ -48,7 +48,7 @@ def test_native_calls_get_the_same_note_in_their_error_result():
 
 def test_the_note_is_bounded_and_left_out_where_nothing_is_documented():
     long = reask({"value": 1, "from_unit": "m", "airport": "Rome"}).problem
-    assert long.endswith(f" (airport: {'x' * (MAX_NOTE - 3)}...)") and "did you mean" not in long
+    assert long.endswith(f" (airport: {'x' * (MAX_MESSAGE - 1)}…)") and "did you mean" not in long
     assert reask({"value": 1, "from_unit": "m", "bare": "A "}).problem.endswith("; did you mean \"a\"?")
     missing = reask({"from_unit": "m"}).problem  # a fault in the object's keys: no parameter to quote
     assert missing.endswith("'value' is a required property")

@@ -12,8 +12,8 @@ from typing import Any
 
 MAX_DEPTH = 4  # nested objects are expanded this deep; deeper ones are shown as "object"
 MAX_ENUM = 30  # enum values listed; beyond, the count
-MAX_NOTE = 300  # characters of a parameter's description quoted after a fault in its value
-MAX_GUESSED, MAX_CANDIDATES = 200, 1000  # a longer value, or the enum's values past these, get no guess
+MAX_MESSAGE = 300  # characters of a message quoted in an error (a fault, a parameter's description, a name)
+MAX_GUESSED, MAX_CANDIDATES = 64, 1000  # values longer than this (given or allowed), or past the first 1000, are not guessed
 
 
 def describe(name: str, description: str, parameters: dict) -> str:
@@ -38,8 +38,11 @@ def fault_note(error) -> str:
     keys = [part for part in error.path if isinstance(part, str)]
     if not (text and keys):
         return hint
-    text = text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 3] + "..."
-    return f"{hint} ({keys[-1]}: {text})"
+    return f"{hint} ({keys[-1]}: {shorten(text)})"
+
+
+def shorten(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
 def closest(value: Any, allowed: Any) -> str | None:
@@ -47,7 +50,8 @@ def closest(value: Any, allowed: Any) -> str | None:
     else the most similar; None when nothing is close."""
     if not isinstance(value, str) or not isinstance(allowed, list) or len(value) > MAX_GUESSED:
         return None
-    words = {a.lower(): a for a in reversed(allowed[:MAX_CANDIDATES]) if isinstance(a, str) and a}
+    words = {a.lower(): a for a in reversed(allowed[:MAX_CANDIDATES])
+             if isinstance(a, str) and 0 < len(a) <= MAX_GUESSED}
     wanted = value.lower()
     prefixes = [word for word in words if len(word) > 1 and wanted.startswith(word)]
     if prefixes:
