@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from agent.text import scrub
-from agent.tools.docs import fault_note
+from agent.tools.docs import fault_note, shorten
 from agent.tools.registry import bad_arguments, unknown_tool
 
 MAX_BATCH = 8
@@ -509,6 +509,6 @@ def _describe(error) -> str:
         return f"{text} (allowed: {', '.join(allowed)})" if allowed else text
     shown = repr(error.instance)
     if not error.message.startswith(shown):
-        return error.message
+        return shorten(error.message)
     value = json.dumps(error.instance, ensure_ascii=False)
-    return (value if len(value) <= 60 else value[:57] + "...") + error.message[len(shown):]
+    return shorten((value if len(value) <= 60 else value[:57] + "...") + error.message[len(shown):])

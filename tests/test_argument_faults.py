@@ -67,3 +67,17 @@ def test_the_note_is_bounded_and_left_out_where_nothing_is_documented():
 ])
 def test_closest(value, allowed, guess):
     assert closest(value, allowed) == guess
+
+
+def test_a_huge_enum_is_not_quoted_whole_in_either_protocol():
+    @tool(description="Pick a code.", parameters={"type": "object", "required": ["code"], "properties": {
+        "code": {"type": "string", "enum": [f"c{i}" for i in range(100_000)], "description": "A code."}}})
+    def pick(code):
+        return code
+
+    registry = Registry([pick])
+    reply = json.dumps({"type": "tool_call", "tool": "pick", "arguments": {"code": "c123456"}})
+    prompted = PromptProtocol(registry).parse(Reply(content=reply)).problem
+    native = registry.check_arguments("pick", {"code": "c123456"})
+    for problem in (prompted, native):
+        assert len(problem) < 2 * MAX_MESSAGE and "…" in problem and problem.endswith(" (code: A code.)")
