@@ -12,11 +12,11 @@ import pytest
 
 from agent import Agent, ModelError, Settings
 from agent.config import ConfigError
-from agent.models.local import _find_tool_calls, _grammar, _with_argument_objects, load_local_model
+from agent.models.local import _find_tool_calls, _gbnf, _grammar, _with_argument_objects, load_local_model
 from agent.models.local_files import DEFAULT, cache_dir, locate_parts
 from agent.parsing import action_schema
 from agent.protocols import NativeProtocol, PromptProtocol
-from agent.tools import builtin_registry
+from agent.tools import Registry, builtin_registry, tool
 from agent.tools.calculator import evaluate
 
 TOOLS = {"calculator", "read_file"}
@@ -74,6 +74,18 @@ def test_the_agents_action_schema_converts_to_a_grammar():
     assert '[^"\\\\\\x7F\\x00-\\x1F]' in grammar  # no raw control characters inside JSON strings
 
 
+def rules(schema: dict) -> dict[str, str]:
+    return dict(line.split(" ::= ", 1) for line in _gbnf(schema).splitlines())
+
+
+def test_a_string_enum_in_the_grammar_takes_an_allowed_value_or_one_that_goes_on_past_it():
+    pytest.importorskip("llama_cpp")
+    grammar = rules({"type": "object", "required": ["unit", "n"], "properties": {
+        "unit": {"enum": ["m", "mi", 'say "hi"\\']}, "n": {"enum": [1, "two"]}}})
+    assert grammar["unit"] == '"\\"" ("m" | "mi" | "say \\\\\\"hi\\\\\\"\\\\\\\\") char* "\\""'
+    assert grammar["n"] == '"1" | "\\"two\\""'  # not all strings: exactly the values, as before
+
+
 def test_a_schema_llama_cpp_cannot_convert_is_an_error_not_unconstrained_json():
     pytest.importorskip("llama_cpp")
     with pytest.raises(ModelError, match="cannot constrain replies by this JSON Schema.*drop --constrain"):
@@ -120,6 +132,22 @@ def test_a_constrained_reply_is_a_valid_action_even_when_the_task_invites_prose(
     assert reply.finish_reason == "stop"
     assert reply.usage["completion_tokens"] > 0
     jsonschema.validate(json.loads(reply.content), protocol.options["response_format"]["json_schema"]["schema"])
+
+
+def test_a_constrained_value_past_an_enum_is_written_out_and_reasked_with_the_value_it_meant(local_model):
+    @tool(parameters={"type": "object", "required": ["unit"], "additionalProperties": False,
+                      "properties": {"unit": {"type": "string", "enum": ["m", "mi", "km"]}}})
+    def length(unit):
+        """Convert a length."""
+        return unit
+
+    protocol = PromptProtocol(Registry([length]), constrain=True)
+    written = '{"type": "tool_call", "tool": "length", "arguments": {"unit": "miles"}}'
+    messages = [{"role": "system", "content": protocol.system_prompt()},
+                {"role": "user", "content": f"Reply with exactly this text, character for character:\n{written}"}]
+    reply = local_model.complete(messages, max_tokens=100, **protocol.options)
+    assert reply.content.strip() == written  # the old grammar could only stop at "m"
+    assert 'did you mean "mi"?' in protocol.parse(reply).problem
 
 
 def test_native_mode_first_reply_is_a_tool_call(local_model):

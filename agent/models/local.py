@@ -151,14 +151,44 @@ def _constraint(response_format: dict) -> dict:
 @lru_cache(maxsize=32)
 def _grammar(schema: str):
     """llama-cpp-python would fall back to plain JSON on a schema it cannot convert; here that is an error."""
-    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+    from llama_cpp.llama_grammar import LlamaGrammar
 
     try:
-        gbnf = json_schema_to_gbnf(schema)
+        gbnf = _gbnf(json.loads(schema))
     except Exception as error:
         raise ModelError(f"the local model cannot constrain replies by this JSON Schema ({error}); "
                          "drop --constrain") from error
     return LlamaGrammar.from_string(gbnf.replace(ANY_CHAR, JSON_CHAR))
+
+
+def _gbnf(schema: dict) -> str:
+    converter = _converter()
+    converter.visit(converter.resolve_refs(schema, "stdin"), "")
+    return converter.format_grammar()
+
+
+def _converter():
+    """llama-cpp-python's schema converter, where a string enum also takes a value that goes on past an allowed
+    one: a model writing "miles" for "mi" could otherwise only stop at "m", a wrong value no one would notice;
+    now it finishes its word and the parser's re-ask names the value it meant."""
+    from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, SchemaConverter
+
+    class Converter(SchemaConverter):
+        def visit(self, schema, name):
+            values = schema.get("enum") if isinstance(schema, dict) else None
+            if not (isinstance(values, list) and values and all(isinstance(v, str) for v in values)):
+                return super().visit(schema, name)
+            char = self._add_primitive("char", PRIMITIVE_RULES["char"])
+            starts = " | ".join(_literal(json.dumps(v)[1:-1]) for v in values)
+            rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
+            return self._add_rule(rule_name, f'"\\"" ({starts}) {char}* "\\""')
+
+    return Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+
+
+def _literal(text: str) -> str:
+    """``text`` as a GBNF literal (JSON text holds no raw line breaks)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _with_argument_objects(message: dict) -> dict:
