@@ -88,7 +88,7 @@ class PromptProtocol:
         example = next((t for t in tools if t.example), None)
         return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
                               names=", ".join(t.name for t in tools) or "(none)",
-                              example=_worked_example(example) if example else "").rstrip() + "\n" + (
+                              example=_worked_example(example) if example else _neutral_example(tools)).rstrip() + "\n" + (
                                   f"\n{self.rules}" if self.rules else "")
 
     @staticmethod
@@ -145,6 +145,16 @@ def _worked_example(tool) -> str:
     final = {"type": "final", "answer": example["answer"]}
     return prompts.render("example_call", task=example["task"], call=json.dumps(call, ensure_ascii=False),
                           tool=tool.name, result=example["result"], final=json.dumps(final, ensure_ascii=False))
+
+
+NEUTRAL_TOOL = "count_letters"  # the tool of the example for tools that bring none
+
+
+def _neutral_example(tools) -> str:
+    """For tools with no example of their own: one with a tool that is not offered, first declining a task it
+    does not do, then calling it for one it does, though the answer is easy to know (as choosing among unseen
+    tools, the model had answered such questions itself). Left out if an offered tool has its name."""
+    return "" if any(t.name == NEUTRAL_TOOL for t in tools) else prompts.load("example_neutral")
 
 
 ANY_JSON = ["string", "number", "boolean", "object", "array", "null"]

@@ -4,7 +4,7 @@ import json
 from jsonschema import Draft202012Validator
 
 from agent import Agent, Reply, ScriptedModel
-from agent.protocols import NativeProtocol, PromptProtocol, explicit_types, written_call
+from agent.protocols import NativeProtocol, PromptProtocol, Reask, explicit_types, written_call
 from agent.tools import Registry, builtin_registry, tool
 
 
@@ -31,9 +31,24 @@ def test_the_builtin_tools_bring_their_rules_and_the_calculator_its_example():
     assert 'You: {"type": "tool_call", "tool": "calculator", "arguments": {"expression": "350 * 12 / 100"}}' in prompt
 
 
-def test_no_example_names_a_tool_that_is_not_offered():
-    prompt = PromptProtocol(Registry([convert])).system_prompt()
-    assert "Example" not in prompt
+def test_tools_with_no_example_get_one_with_a_tool_that_is_not_offered_and_cannot_be_called():
+    protocol = PromptProtocol(Registry([convert]))
+    prompt = protocol.system_prompt()
+    assert "with a tool count_letters(text: string, letter: string) that is not one of your tools" in prompt
+    assert prompt.index('"answer": "count_letters only counts') < prompt.index('"tool": "count_letters"')
+    assert "The only tools are: convert." in prompt
+    turn = protocol.parse(Reply(content='{"type": "tool_call", "tool": "count_letters", "arguments": {}}'))
+    assert isinstance(turn, Reask) and turn.kind == "unknown_tool"
+
+
+def test_the_neutral_example_is_left_out_when_a_tool_has_its_name():
+    @tool
+    def count_letters(text: str) -> int:
+        """Count letters."""
+        return len(text)
+
+    prompt = PromptProtocol(Registry([convert, count_letters])).system_prompt()
+    assert "Example" not in prompt and "not one of your tools" not in prompt
 
 
 def test_constrained_replies_may_be_a_batch_and_a_typeless_parameter_takes_any_value():
