@@ -85,11 +85,11 @@ class PromptProtocol:
     def system_prompt(self) -> str:
         """The protocol, the offered tools' documentation, their own rules and a worked example."""
         tools = list(self.registry)
-        example = next((t for t in tools if t.example), None)
+        own = next((t for t in tools if t.example), None)
+        example = _worked_example(own) if own else _neutral_example(tools)
         return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
                               names=", ".join(t.name for t in tools) or "(none)",
-                              example=_worked_example(example) if example else _neutral_example(tools)).rstrip() + "\n" + (
-                                  f"\n{self.rules}" if self.rules else "")
+                              example=example).rstrip() + "\n" + (f"\n{self.rules}" if self.rules else "")
 
     @staticmethod
     def answer_reader() -> FinalAnswerReader:
