@@ -18,7 +18,7 @@ from agent.tools.registry import bad_arguments, unknown_tool
 MAX_BATCH = 8
 MAX_REPLY_CHARS = 256_000  # a longer reply is refused unread
 MAX_DEPTH = 500  # nesting of a decoded value; deeper is refused before anything recurses into it
-REPAIRS = ("python_literals", "single_quotes", "trailing_commas", "control_characters")
+REPAIRS = ("python_literals", "single_quotes", "trailing_commas", "control_characters", "unescaped_quotes")
 TRUNCATED = ("your reply was cut off (it hit the token limit) before the JSON was complete; "
              "reply with a shorter JSON action")
 TOO_LONG = "your reply was {:,} characters long, over the limit of {:,}; send one short JSON action"
@@ -42,6 +42,10 @@ _REPAIR_TOKEN = re.compile(r"(?P<space>[ \t\r\n]+)|(?P<open>[{\[])|(?P<close>[}\
                            r"|(?P<trailing>,(?=[ \t\r\n]*[}\]]))|(?P<punct>[:,])|(?P<quote>[\"'])|(?P<word>[\w.+-]+)")
 _STRING = {'"': re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"', re.S), "'": re.compile(r"'([^'\\]*(?:\\.[^'\\]*)*)'", re.S)}
 _STRING_FIX = re.compile(r'\\(.)|"|[\x00-\x1f]', re.S)
+# a whole reply that is one final answer, its answer running to the last `"` before the closing brace
+_LOOSE_FINAL = re.compile(r'[ \t\n\r]*\{[ \t\n\r]*"type"[ \t\n\r]*:[ \t\n\r]*"final"[ \t\n\r]*,'
+                          r'[ \t\n\r]*"answer"[ \t\n\r]*:[ \t\n\r]*"(.*)"[ \t\n\r]*\}[ \t\n\r]*', re.S)
+_ACTION_INSIDE = re.compile(r'\{[ \t\n\r]*"type"[ \t\n\r]*:')
 _WHITESPACE = " \t\n\r"  # JSON's
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _ARITHMETIC = re.compile(r"[ \t]*[-+*/%]")  # an operator where the decoder wanted a `,` or `}` after a number
@@ -123,7 +127,12 @@ def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | N
         try:
             if text and len(text) > MAX_REPLY_CHARS:
                 raise ParseError("too_long", TOO_LONG.format(len(text), MAX_REPLY_CHARS))
-            found = _extract(text, joinable=actions.batch)
+            try:
+                found = _extract(text, joinable=actions.batch)
+            except ParseError as error:
+                found = _loose_final(text) if error.kind == "invalid_json" else None
+                if found is None:
+                    raise
             _validate(found.value, actions)
         except RecursionError:
             raise ParseError("invalid_json", TOO_DEEP) from None
@@ -378,6 +387,41 @@ def _as_json_string(body: str, quote: str, fixes: set[str]) -> str:
         return json.dumps(match[0])[1:-1]
 
     return '"' + _STRING_FIX.sub(fix, body) + '"'
+
+
+def _loose_final(text: str) -> _Found | None:
+    """A reply that is nothing but one final answer whose text has double quotes left unescaped
+    (`"answer": "It says "hi"."`), read as that answer; None for anything else, which stays invalid JSON."""
+    text = _strip_reasoning(text)
+    match = _LOOSE_FINAL.fullmatch(text)
+    if not match or _ACTION_INSIDE.search(match[1]) or not _quoted_in_pairs(match[1]):
+        return None
+    fixes = {"unescaped_quotes"}
+    try:
+        answer = _loads(_as_json_string(match[1], '"', fixes))
+    except json.JSONDecodeError:
+        return None
+    return _Found({"type": "final", "answer": answer}, [r for r in REPAIRS if r in fixes], 0, len(text))
+
+
+def _quoted_in_pairs(body: str) -> bool:
+    """Whether the bare double quotes in a string's body pair up as quotations in prose do: an opening one
+    (after a space or bracket, before a word), then a closing one (after a word, before a space, punctuation
+    or the end), and so on; `4" "x` (two strings, not a quotation) does not."""
+    opening = True
+    for quote in _STRING_FIX.finditer(body):
+        if quote[0] != '"':
+            continue
+        before = body[quote.start() - 1] if quote.start() else " "
+        after = body[quote.end()] if quote.end() < len(body) else " "
+        if opening:
+            fits = (before.isspace() or before in "([{") and not after.isspace()
+        else:
+            fits = not before.isspace() and (after.isspace() or after in ".,;:!?)]}")
+        if not fits:
+            return False
+        opening = not opening
+    return opening
 
 
 def _joined(actions: list[_Found]) -> _Found | None:

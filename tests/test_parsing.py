@@ -238,6 +238,31 @@ def test_a_repair_that_does_not_produce_valid_json_reports_the_original_error():
     assert "Expecting property name enclosed in double quotes at line 1 column 2" in error.message
 
 
+
+@pytest.mark.parametrize("text, answer, repairs", [
+    ('{"type": "final", "answer": "The title is "Dune"."}', 'The title is "Dune".', ["unescaped_quotes"]),
+    ('  {"type":"final","answer":"say "hi"\nthen "bye""}\n', 'say "hi"\nthen "bye"',
+     ["control_characters", "unescaped_quotes"]),
+    ('<think>quotes</think>{"type": "final", "answer": "a "b" c \\"d\\""}', 'a "b" c "d"', ["unescaped_quotes"]),
+])
+def test_a_final_answer_with_unescaped_quotes_is_read_whole(text, answer, repairs):
+    parsed = parse(text)
+    assert parsed.value == {"type": "final", "answer": answer}
+    assert parsed.repairs == repairs
+
+
+@pytest.mark.parametrize("text", [
+    '{"type": "final", "answer": "a "b" c"} and more',  # prose after it: not the whole reply
+    '{"type": "final", "answer": "a "b" {"type": "tool_call", "x"}"}',  # an action inside it
+    '{"type": "final", "answer": "4" "x"}',  # two strings, not a quotation
+    '{"type": "final", "answer": "an "open quote"}',
+    '{"type": "final", "answer": "ends in a backslash \\"}',
+    '{"type": "final", "answer": "bad \\q escape "x""}',
+    '{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "2"+"2"}}',
+])
+def test_only_a_lone_final_answer_gets_its_quotes_repaired(text):
+    assert error_of(text).kind == "invalid_json"
+
 # --- duplicate keys and multiple actions --------------------------------------------------
 
 def test_duplicate_keys_are_an_error():
