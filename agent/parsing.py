@@ -46,6 +46,7 @@ _STRING_FIX = re.compile(r'\\(.)|"|[\x00-\x1f]', re.S)
 _LOOSE_FINAL = re.compile(r'[ \t\n\r]*\{[ \t\n\r]*"type"[ \t\n\r]*:[ \t\n\r]*"final"[ \t\n\r]*,'
                           r'[ \t\n\r]*"answer"[ \t\n\r]*:[ \t\n\r]*"(.*)"[ \t\n\r]*\}[ \t\n\r]*', re.S)
 _ACTION_INSIDE = re.compile(r'\{[ \t\n\r]*"type"[ \t\n\r]*:')
+_KEY_OR_STRING = re.compile(r'[ \t\n\r]*[":]')
 _WHITESPACE = " \t\n\r"  # JSON's
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _ARITHMETIC = re.compile(r"[ \t]*[-+*/%]")  # an operator where the decoder wanted a `,` or `}` after a number
@@ -405,23 +406,28 @@ def _loose_final(text: str) -> _Found | None:
 
 
 def _quoted_in_pairs(body: str) -> bool:
-    """Whether the bare double quotes in a string's body pair up as quotations in prose do: an opening one
-    (after a space or bracket, before a word), then a closing one (after a word, before a space, punctuation
-    or the end), and so on; `4" "x` (two strings, not a quotation) does not."""
-    opening = True
+    """Whether the bare double quotes in a string's body read as quotations in prose: each one opening (after a
+    space or bracket, before a word) or closing (after a word, before a space, punctuation or the end), in
+    turn. The first may close a quotation the string's own quote opened ("Panama" is a palindrome), the last
+    open one that its closing quote ends. None may be followed by a `:` or another quote, as a key or a
+    second string would be (`4" "x`)."""
+    expected = None
     for quote in _STRING_FIX.finditer(body):
         if quote[0] != '"':
             continue
         before = body[quote.start() - 1] if quote.start() else " "
         after = body[quote.end()] if quote.end() < len(body) else " "
-        if opening:
-            fits = (before.isspace() or before in "([{") and not after.isspace()
-        else:
-            fits = not before.isspace() and (after.isspace() or after in ".,;:!?)]}")
-        if not fits:
+        if _KEY_OR_STRING.match(body, quote.end()):
             return False
-        opening = not opening
-    return opening
+        opens = (before.isspace() or before in "([{") and not after.isspace()
+        closes = not before.isspace() and (after.isspace() or after in ".,;:!?)]}")
+        if opens and expected != "close":
+            expected = "close"
+        elif closes and expected != "open":
+            expected = "open"
+        else:
+            return False
+    return True
 
 
 def _joined(actions: list[_Found]) -> _Found | None:

@@ -244,6 +244,9 @@ def test_a_repair_that_does_not_produce_valid_json_reports_the_original_error():
     ('  {"type":"final","answer":"say "hi"\nthen "bye""}\n', 'say "hi"\nthen "bye"',
      ["control_characters", "unescaped_quotes"]),
     ('<think>quotes</think>{"type": "final", "answer": "a "b" c \\"d\\""}', 'a "b" c "d"', ["unescaped_quotes"]),
+    ('{"type": "final", "answer": "A man, a plan, a canal: Panama" is a palindrome."}',  # a quotation first
+     'A man, a plan, a canal: Panama" is a palindrome.', ["unescaped_quotes"]),
+    ('{"type": "final", "answer": "It is called "Dune"}', 'It is called "Dune', ["unescaped_quotes"]),  # last
 ])
 def test_a_final_answer_with_unescaped_quotes_is_read_whole(text, answer, repairs):
     parsed = parse(text)
@@ -255,7 +258,9 @@ def test_a_final_answer_with_unescaped_quotes_is_read_whole(text, answer, repair
     '{"type": "final", "answer": "a "b" c"} and more',  # prose after it: not the whole reply
     '{"type": "final", "answer": "a "b" {"type": "tool_call", "x"}"}',  # an action inside it
     '{"type": "final", "answer": "4" "x"}',  # two strings, not a quotation
-    '{"type": "final", "answer": "an "open quote"}',
+    '{"type": "final", "answer": "4", "answer": "x"}',  # a key
+    '{"type": "final", "answer": "a"b"}',  # inside a word
+    '{"type": "final", "answer": "one "two" "three"}',  # two openings in a row
     '{"type": "final", "answer": "ends in a backslash \\"}',
     '{"type": "final", "answer": "bad \\q escape "x""}',
     '{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "2"+"2"}}',
