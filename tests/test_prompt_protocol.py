@@ -35,7 +35,7 @@ def test_tools_with_no_example_get_one_with_a_tool_that_is_not_offered_and_canno
     protocol = PromptProtocol(Registry([convert]))
     prompt = protocol.system_prompt()
     assert "with a tool count_letters(text: string, letter: string) that is not one of your tools" in prompt
-    assert prompt.index('"answer": "count_letters only counts') < prompt.index('"tool": "count_letters"')
+    assert prompt.index('"answer": "count_letters counts one letter, not words') < prompt.index('"tool": "count_letters"')
     assert "The only tools are: convert." in prompt
     turn = protocol.parse(Reply(content='{"type": "tool_call", "tool": "count_letters", "arguments": {}}'))
     assert isinstance(turn, Reask) and turn.kind == "unknown_tool"
