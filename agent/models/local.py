@@ -168,9 +168,11 @@ def _gbnf(schema: dict) -> str:
 
 
 def _converter():
-    """llama-cpp-python's schema converter, where a string enum also takes a value that goes on past an allowed
-    one: a model writing "miles" for "mi" could otherwise only stop at "m", a wrong value no one would notice;
-    now it finishes its word and the parser's re-ask names the value it meant."""
+    """llama-cpp-python's schema converter, where a string enum takes any string: the model writes the value it
+    means and the parser's re-ask names the allowed value it most likely meant. Held to the allowed values, a
+    model writing "miles" for "mi" could only stop at "m", and one asked about litres with only a length tool
+    had to pick a length unit and made a call no one asked for; free, it writes "l", is re-asked, and says
+    that no tool converts volumes."""
     from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, SchemaConverter
 
     class Converter(SchemaConverter):
@@ -179,16 +181,10 @@ def _converter():
             if not (isinstance(values, list) and values and all(isinstance(v, str) for v in values)):
                 return super().visit(schema, name)
             char = self._add_primitive("char", PRIMITIVE_RULES["char"])
-            starts = " | ".join(_literal(json.dumps(v)[1:-1]) for v in values)
             rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
-            return self._add_rule(rule_name, f'"\\"" ({starts}) {char}* "\\""')
+            return self._add_rule(rule_name, f'"\\"" {char}* "\\""')
 
     return Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-
-
-def _literal(text: str) -> str:
-    """``text`` as a GBNF literal (JSON text holds no raw line breaks)."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _with_argument_objects(message: dict) -> dict:
