@@ -128,12 +128,7 @@ def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | N
         try:
             if text and len(text) > MAX_REPLY_CHARS:
                 raise ParseError("too_long", TOO_LONG.format(len(text), MAX_REPLY_CHARS))
-            try:
-                found = _extract(text, joinable=actions.batch)
-            except ParseError as error:
-                found = _loose_final(text) if error.kind == "invalid_json" else None
-                if found is None:
-                    raise
+            found = _extract(text, joinable=actions.batch)
             _validate(found.value, actions)
         except RecursionError:
             raise ParseError("invalid_json", TOO_DEEP) from None
@@ -219,6 +214,9 @@ def _extract(text: str | None, joinable: bool = True) -> _Found:
 
     chosen = next((f for f in found if fenced(f)), found[0] if found else None)
     if failure and (chosen is None or failure[0] > chosen.end - chosen.start):
+        loose = _loose_final(text)
+        if loose:
+            return loose
         raise _invalid_json(text, failure[1], failure[2])
     if chosen:
         return chosen
@@ -392,8 +390,8 @@ def _as_json_string(body: str, quote: str, fixes: set[str]) -> str:
 
 def _loose_final(text: str) -> _Found | None:
     """A reply that is nothing but one final answer whose text has double quotes left unescaped
-    (`"answer": "It says "hi"."`), read as that answer; None for anything else, which stays invalid JSON."""
-    text = _strip_reasoning(text)
+    (`"answer": "It says "hi"."`), read as that answer; None for anything else, which stays invalid JSON.
+    ``text`` is the reply without its reasoning."""
     match = _LOOSE_FINAL.fullmatch(text)
     if not match or _ACTION_INSIDE.search(match[1]) or not _quoted_in_pairs(match[1]):
         return None

@@ -238,7 +238,6 @@ def test_a_repair_that_does_not_produce_valid_json_reports_the_original_error():
     assert "Expecting property name enclosed in double quotes at line 1 column 2" in error.message
 
 
-
 @pytest.mark.parametrize("text, answer, repairs", [
     ('{"type": "final", "answer": "The title is "Dune"."}', 'The title is "Dune".', ["unescaped_quotes"]),
     ('  {"type":"final","answer":"say "hi"\nthen "bye""}\n', 'say "hi"\nthen "bye"',
@@ -267,6 +266,7 @@ def test_a_final_answer_with_unescaped_quotes_is_read_whole(text, answer, repair
 ])
 def test_only_a_lone_final_answer_gets_its_quotes_repaired(text):
     assert error_of(text).kind == "invalid_json"
+
 
 # --- duplicate keys and multiple actions --------------------------------------------------
 
