@@ -39,6 +39,14 @@ class Terminal:
         shown, self.read_to = self.seen[self.read_to:end], end
         return shown.decode(errors="replace")
 
+    def wait_at_prompt(self, timeout: float = 10) -> None:
+        """Wait until the child sleeps in readline's wait for a key (Linux: its /proc wchan). readline shows the
+        prompt a moment before it waits, and a signal that comes in between is acted on at the next key."""
+        wchan = Path(f"/proc/{self.child.pid}/wchan")
+        deadline = time.monotonic() + timeout
+        while wchan.exists() and "poll" not in wchan.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     def type(self, text: str) -> None:
         os.write(self.leader, text.encode())
 
@@ -139,5 +147,6 @@ def test_a_termination_request_ends_the_chat_where_ctrl_c_would_only_stop_the_tu
 def test_a_termination_request_at_the_prompt_ends_the_chat(server, workspace):
     terminal = Terminal("--base-url", server.url, "-m", "m", cwd=workspace)
     terminal.expect("> ")
+    terminal.wait_at_prompt()
     terminal.child.send_signal(signal.SIGTERM)
     assert terminal.close() == 130
