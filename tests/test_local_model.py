@@ -12,7 +12,8 @@ import pytest
 
 from agent import Agent, ModelError, Settings
 from agent.config import ConfigError
-from agent.models.local import _find_tool_calls, _gbnf, _grammar, _with_argument_objects, load_local_model
+from agent.models.local import _find_tool_calls, _with_argument_objects, load_local_model
+from agent.models.local_grammar import gbnf
 from agent.models.local_files import DEFAULT, cache_dir, locate_parts
 from agent.parsing import action_schema
 from agent.protocols import NativeProtocol, PromptProtocol
@@ -68,14 +69,14 @@ def test_the_chat_template_gets_arguments_as_objects():
 def test_the_agents_action_schema_converts_to_a_grammar():
     pytest.importorskip("llama_cpp")
     schema = action_schema(builtin_registry(".").parameters(), batch=False).schema
-    grammar = _grammar(json.dumps(schema))._grammar
+    grammar = gbnf(json.dumps(schema))
     for name in ("calculator", "read_file", "write_file", "list_dir", "current_time"):
         assert f'::= "\\"{name}\\""' in grammar
     assert '[^"\\\\\\x7F\\x00-\\x1F]' in grammar  # no raw control characters inside JSON strings
 
 
 def rules(schema: dict) -> dict[str, str]:
-    return dict(line.split(" ::= ", 1) for line in _gbnf(schema).splitlines())
+    return dict(line.split(" ::= ", 1) for line in gbnf(json.dumps(schema)).splitlines())
 
 
 def test_a_string_enum_in_the_grammar_takes_any_string_for_the_reask_to_correct():
@@ -89,7 +90,7 @@ def test_a_string_enum_in_the_grammar_takes_any_string_for_the_reask_to_correct(
 def test_a_schema_llama_cpp_cannot_convert_is_an_error_not_unconstrained_json():
     pytest.importorskip("llama_cpp")
     with pytest.raises(ModelError, match="cannot constrain replies by this JSON Schema.*drop --constrain"):
-        _grammar(json.dumps({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}))
+        gbnf(json.dumps({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}))
 
 
 @pytest.fixture(scope="session")
@@ -132,6 +133,24 @@ def test_a_constrained_reply_is_a_valid_action_even_when_the_task_invites_prose(
     assert reply.finish_reason == "stop"
     assert reply.usage["completion_tokens"] > 0
     jsonschema.validate(json.loads(reply.content), protocol.options["response_format"]["json_schema"]["schema"])
+
+
+@pytest.mark.parametrize("task", ["Hello! Who are you? Reply in plain prose, not JSON.",
+                                  "Compute 128*96 + 45**2 - 88/2", "Write a haiku about files, then list them."])
+def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_candidate(local_model, task):
+    """At temperature 0 the grammar is consulted on the likeliest token first; the reply is the one llama.cpp's
+    grammar sampler gives, which checks all of the vocabulary at every token."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    protocol = PromptProtocol(builtin_registry("."), constrain=True)
+    messages = [{"role": "system", "content": protocol.system_prompt()}, {"role": "user", "content": task}]
+    checked = local_model.complete(messages, max_tokens=120, **protocol.options)
+    grammar = LlamaGrammar.from_string(gbnf(json.dumps(protocol.options["response_format"]["json_schema"]["schema"])))
+    with local_model.lock:
+        every = local_model.llama.create_chat_completion(messages=messages, temperature=0, max_tokens=120,
+                                                         grammar=grammar)
+    assert checked.content == every["choices"][0]["message"]["content"]
+    assert checked.usage["completion_tokens"] == every["usage"]["completion_tokens"]
 
 
 def test_a_constrained_value_outside_an_enum_is_written_out_and_reasked_with_the_value_it_meant(local_model):

@@ -11,34 +11,37 @@ import os
 import re
 import threading
 from contextlib import contextmanager
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 from agent.config import ConfigError
 from agent.models import ModelError, Reply, tool_call
 from agent.models.local_files import built_in, cache_dir, embedded_model, user_model
+from agent.models.local_grammar import gbnf, sampling
+from agent.models.prompt_state import PromptStates
+from agent.models.runtime_check import build_id, check_runtime
 
 MAX_TOKENS = 512
 INSTALL_HINT = ("the local model needs llama-cpp-python, which the `{extra}` extra installs: {install} "
                 "(or configure an endpoint: set AGENT_BASE_URL or AGENT_API_KEY)")
-ANY_CHAR = r'char ::= [^"\\]'
-JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 FENCED = re.compile(r"```(?:json|xml)?\s*\n(.*?)\s*```", re.DOTALL)
 TOOL_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
 
-_loaded: dict[tuple[Path, int], tuple[object, threading.Lock]] = {}
+_loaded: dict[tuple[Path, int], tuple[object, threading.Lock, dict]] = {}  # the Llama, its lock, its identity
 _loading = threading.Lock()
 
 
 def load_local_model(model_path: str | None = None, *, local_model: str | None = None,
                      temperature: float | None = None, n_ctx: int = 8192, max_tokens: int = MAX_TOKENS,
-                     cache: Path | None = None) -> LocalModel:
+                     cache: Path | None = None, warm_start: bool = True) -> LocalModel:
     """The GGUF file at ``model_path``, else the built-in model named ``local_model`` (default: the larger one),
-    verified before every load and assembled on first use in ``cache`` (by default ``cache_dir({})``)."""
+    verified before every load and assembled on first use in ``cache`` (by default ``cache_dir({})``). Before
+    the first load of a llama.cpp build, a child process checks that it runs on this CPU. With ``warm_start``,
+    the state after a process's first prompt is kept in the cache for the next process (see prompt_state)."""
     embedded = built_in(local_model)
-    path = user_model(model_path) if model_path else (cache or cache_dir({})) / embedded.name
+    folder = cache or cache_dir({})
+    path = user_model(model_path) if model_path else folder / embedded.name
     try:
         import llama_cpp
     except ImportError as error:
@@ -47,6 +50,9 @@ def load_local_model(model_path: str | None = None, *, local_model: str | None =
         if (path, n_ctx) not in _loaded:
             if not model_path:
                 embedded_model(embedded, path.parent)
+            model_id = _file_identity(path) if model_path else embedded.sha256
+            build = build_id(Path(llama_cpp.__file__).parent, llama_cpp.__version__)
+            check_runtime(path, model_id, build, llama_cpp.__version__, folder / "runtime", _usable_cores())
             try:
                 llama = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=_usable_cores(), verbose=False)
             except ValueError as error:
@@ -54,14 +60,22 @@ def load_local_model(model_path: str | None = None, *, local_model: str | None =
                                   "Check --model-path / AGENT_MODEL_PATH") from error
             if not _loaded:  # free the models before the interpreter tears down what llama.cpp's finaliser needs
                 atexit.register(_close_all)
-            _loaded[path, n_ctx] = llama, threading.Lock()
-        llama, lock = _loaded[path, n_ctx]
-    return LocalModel(llama, lock, n_ctx=n_ctx, temperature=temperature, max_tokens=max_tokens)
+            identity = {"model": model_id, "runtime": build, "n_ctx": n_ctx}
+            _loaded[path, n_ctx] = llama, threading.Lock(), identity
+        llama, lock, identity = _loaded[path, n_ctx]
+    states = PromptStates(folder / "states", identity) if warm_start else None
+    return LocalModel(llama, lock, n_ctx=n_ctx, temperature=temperature, max_tokens=max_tokens, states=states)
+
+
+def _file_identity(path: Path) -> str:
+    """A user's GGUF file, which is not hashed: its place, size and modification time."""
+    info = path.stat()
+    return f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}"
 
 
 def _close_all() -> None:
     with _loading:
-        for llama, _ in _loaded.values():
+        for llama, _, _ in _loaded.values():
             llama.close()
         _loaded.clear()
 
@@ -79,14 +93,15 @@ class LocalModel:
     """A loaded llama.cpp model; calls from several threads take turns."""
 
     def __init__(self, llama, lock: threading.Lock, *, n_ctx: int, temperature: float | None = None,
-                 max_tokens: int = MAX_TOKENS):
+                 max_tokens: int = MAX_TOKENS, states: PromptStates | None = None):
         self.llama, self.lock, self.n_ctx = llama, lock, n_ctx
         self.temperature = 0.0 if temperature is None else temperature
         self.max_tokens = max_tokens
+        self.states = states  # where a fresh context's first prompt state is kept and found
 
     def complete(self, messages: list[dict], **options) -> Reply:
         messages, request = self._request(messages, options)
-        with self._calling():
+        with self._calling(messages, request):
             response = self.llama.create_chat_completion(messages=messages, **request)
         return _reply(response, request.get("tools"))
 
@@ -96,7 +111,7 @@ class LocalModel:
         what the model holds after the call (each within a token of llama.cpp's own count)."""
         messages, request = self._request(messages, options)
         pieces, finish = [], None
-        with self._calling():
+        with self._calling(messages, request):
             for chunk in self.llama.create_chat_completion(messages=messages, stream=True, **request):
                 choice = chunk["choices"][0]
                 text = choice["delta"].get("content")
@@ -116,17 +131,23 @@ class LocalModel:
                    **{key: value for key, value in options.items() if value is not None}}
         response_format = request.pop("response_format", None)
         if response_format:
-            request.update(_constraint(response_format))
+            request.update(_constraint(response_format, request["temperature"], self.llama))
         if request.get("tools"):
             messages = [_with_argument_objects(m) for m in messages]
         return messages, request
 
     @contextmanager
-    def _calling(self):
-        """The model's lock held, and llama.cpp's failures as ModelErrors that say what to do."""
+    def _calling(self, messages: list[dict], request: dict):
+        """The model's lock held, and llama.cpp's failures as ModelErrors that say what to do. A fresh context
+        starts from the state kept for how this prompt starts, if there is one; else that state is kept after."""
         try:
             with self.lock:
+                fresh = self.states is not None and self.llama.n_tokens == 0
+                start = json.dumps([messages[:1], request.get("tools")], sort_keys=True) if fresh else ""
+                restored = fresh and self.states.restore(self.llama, start)
                 yield
+                if fresh and not restored:
+                    self.states.save(self.llama, start)
         except ValueError as error:
             if "exceed context window" in str(error):
                 raise ModelError(f"the conversation no longer fits the local model's context ({self.n_ctx} tokens); "
@@ -136,55 +157,16 @@ class LocalModel:
             raise ModelError(f"the local model failed: {error}") from error
 
 
-def _constraint(response_format: dict) -> dict:
+def _constraint(response_format: dict, temperature: float, llama) -> dict:
     """OpenAI's response_format as llama-cpp-python arguments; a schema becomes a grammar, never silently dropped."""
     kind = response_format.get("type")
     if kind == "json_schema":
-        return {"grammar": _grammar(json.dumps(response_format["json_schema"]["schema"]))}
+        return sampling(gbnf(json.dumps(response_format["json_schema"]["schema"])), temperature, llama)
     if kind == "json_object" and "schema" in response_format:
-        return {"grammar": _grammar(json.dumps(response_format["schema"]))}
+        return sampling(gbnf(json.dumps(response_format["schema"])), temperature, llama)
     if kind == "json_object":
         return {"response_format": {"type": "json_object"}}
     return {}
-
-
-@lru_cache(maxsize=32)
-def _grammar(schema: str):
-    """llama-cpp-python would fall back to plain JSON on a schema it cannot convert; here that is an error."""
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    try:
-        gbnf = _gbnf(json.loads(schema))
-    except Exception as error:
-        raise ModelError(f"the local model cannot constrain replies by this JSON Schema ({error}); "
-                         "drop --constrain") from error
-    return LlamaGrammar.from_string(gbnf.replace(ANY_CHAR, JSON_CHAR))
-
-
-def _gbnf(schema: dict) -> str:
-    converter = _converter()
-    converter.visit(converter.resolve_refs(schema, "stdin"), "")
-    return converter.format_grammar()
-
-
-def _converter():
-    """llama-cpp-python's schema converter, where a string enum takes any string: the model writes the value it
-    means and the parser's re-ask names the allowed value it most likely meant. Held to the allowed values, a
-    model writing "miles" for "mi" could only stop at "m", and one asked about litres with only a length tool
-    had to pick a length unit and made a call no one asked for; free, it writes "l", is re-asked, and says
-    that no tool converts volumes."""
-    from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, SchemaConverter
-
-    class Converter(SchemaConverter):
-        def visit(self, schema, name):
-            values = schema.get("enum") if isinstance(schema, dict) else None
-            if not (isinstance(values, list) and values and all(isinstance(v, str) for v in values)):
-                return super().visit(schema, name)
-            char = self._add_primitive("char", PRIMITIVE_RULES["char"])
-            rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
-            return self._add_rule(rule_name, f'"\\"" {char}* "\\""')
-
-    return Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
 
 
 def _with_argument_objects(message: dict) -> dict:

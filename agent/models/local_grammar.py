@@ -1,0 +1,115 @@
+"""The embedded model's constrained decoding: a JSON Schema as a llama.cpp grammar, and the way it is applied.
+
+llama.cpp's grammar sampler checks every candidate of the vocabulary (152k for Qwen 2.5) against the grammar at
+each token, which made a constrained token cost 40% more than a free one. Greedy decoding needs less: the most
+likely token is taken when the grammar allows it, and only when it does not are all candidates filtered. That is
+how llama.cpp's own server samples with a grammar, and greedy decoding gives the same tokens either way.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+from functools import lru_cache
+
+from agent.models import ModelError
+
+ANY_CHAR = r'char ::= [^"\\]'
+JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
+
+
+@lru_cache(maxsize=32)
+def gbnf(schema: str) -> str:
+    """The grammar of the JSON Schema ``schema`` (JSON text); llama-cpp-python would fall back to plain JSON on a
+    schema it cannot convert, here that is an error."""
+    try:
+        converter = _converter()
+        converter.visit(converter.resolve_refs(json.loads(schema), "stdin"), "")
+        return converter.format_grammar().replace(ANY_CHAR, JSON_CHAR)
+    except Exception as error:
+        raise ModelError(f"the local model cannot constrain replies by this JSON Schema ({error}); "
+                         "drop --constrain") from error
+
+
+def _converter():
+    """llama-cpp-python's schema converter, where a string enum takes any string: the model writes the value it
+    means and the parser's re-ask names the allowed value it most likely meant. Held to the allowed values, a
+    model writing "miles" for "mi" could only stop at "m", and one asked about litres with only a length tool
+    had to pick a length unit and made a call no one asked for; free, it writes "l", is re-asked, and says
+    that no tool converts volumes."""
+    from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, SchemaConverter
+
+    class Converter(SchemaConverter):
+        def visit(self, schema, name):
+            values = schema.get("enum") if isinstance(schema, dict) else None
+            if not (isinstance(values, list) and values and all(isinstance(v, str) for v in values)):
+                return super().visit(schema, name)
+            char = self._add_primitive("char", PRIMITIVE_RULES["char"])
+            rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
+            return self._add_rule(rule_name, f'"\\"" {char}* "\\""')
+
+    return Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+
+
+def sampling(grammar: str, temperature: float, llama) -> dict:
+    """llama-cpp-python arguments that hold a completion to ``grammar``: checked greedy choices at temperature 0,
+    llama.cpp's grammar sampler otherwise (sampling needs every allowed candidate's probability)."""
+    if temperature > 0:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        return {"grammar": LlamaGrammar.from_string(grammar)}
+    from llama_cpp import LogitsProcessorList
+
+    return {"logits_processor": LogitsProcessorList([CheckedGreedy(llama, grammar)])}
+
+
+class CheckedGreedy:
+    """A llama-cpp-python logits processor for greedy decoding under a grammar: leaves the logits alone when the
+    grammar allows the most likely token, else rules out every token the grammar does not allow. It follows the
+    completion through the tokens it is shown, so one processor serves one completion."""
+
+    def __init__(self, llama, grammar: str):
+        import llama_cpp
+
+        self.lib = llama_cpp
+        vocab = llama_cpp.llama_model_get_vocab(llama.model)
+        self.sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+        if not self.sampler:
+            raise ModelError("llama.cpp could not read the grammar for this schema; drop --constrain")
+        self.seen: int | None = None  # tokens of the prompt and the completion the grammar has accounted for
+        self.one = (llama_cpp.llama_token_data * 1)()
+
+    def __call__(self, input_ids, logits):
+        if self.seen is None:
+            self.seen = len(input_ids)  # the first call sees the prompt alone
+        for token in input_ids[self.seen:]:
+            self.lib.llama_sampler_accept(self.sampler, int(token))
+        self.seen = len(input_ids)
+        if self._allows(int(logits.argmax())):
+            return logits
+        return self._filtered(logits)
+
+    def _allows(self, token: int) -> bool:
+        self.one[0].id, self.one[0].logit, self.one[0].p = token, 0.0, 0.0
+        self._apply(self.one, 1)
+        return not math.isinf(self.one[0].logit)
+
+    def _filtered(self, logits):
+        import numpy as np
+
+        data = np.zeros(len(logits), dtype=np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)],
+                                                    align=True))
+        data["id"], data["logit"] = np.arange(len(logits)), logits
+        self._apply(data.ctypes.data_as(self.lib.llama_token_data_p), len(logits))
+        logits[data["id"]] = data["logit"]  # the grammar sets the logit of a token it rules out to -inf, in place
+        return logits
+
+    def _apply(self, data, size: int) -> None:
+        candidates = self.lib.llama_token_data_array(data=ctypes.cast(data, self.lib.llama_token_data_p), size=size,
+                                                     selected=-1, sorted=False)
+        self.lib.llama_sampler_apply(self.sampler, ctypes.byref(candidates))
+
+    def __del__(self):
+        if getattr(self, "sampler", None):
+            self.lib.llama_sampler_free(self.sampler)
+            self.sampler = None
