@@ -145,7 +145,7 @@ def steps(model, cache_root: Path) -> None:
     llama = model.llama
     with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory(dir=cache_root) as states:
         identity = dict(model.states.identity) if model.states else {"model": "bench"}
-        model.states = PromptStates(Path(states), identity)
+        model.states, model.recent = PromptStates(Path(states), identity), None  # cold means cold
         recorder = Recorder(model)
         protocol = PromptProtocol(default_tools(work), constrain=True)
         grammar = gbnf(json.dumps(protocol.options["response_format"]["json_schema"]["schema"]))

@@ -13,8 +13,8 @@ from agent.tools import builtin_registry
 
 from agent.config import ConfigError
 from agent.models.local_files import DEFAULT, cache_dir, locate_parts
-from agent.models.prompt_state import MAGIC, PromptStates, read_state, write_state
-from agent.protocols import PromptProtocol
+from agent.models.prompt_state import MAGIC, PromptStates, RecentStates, read_state, write_state
+from agent.protocols import NativeProtocol, PromptProtocol
 from tests.support import child_env
 
 README_TASK = "Compute 128*96 + 45**2 - 88/2"
@@ -82,6 +82,7 @@ def fresh(model, folder: Path, identity: dict | None = None):
     llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(model.llama.ctx), True)
     model.llama.n_tokens = 0
     model.states = PromptStates(folder, identity or {"model": DEFAULT.sha256, "test": True})
+    model.recent = None  # no state in memory either
     return model
 
 
@@ -174,3 +175,22 @@ def test_two_runs_of_the_readme_command_at_once_share_one_whole_state(model, tmp
     assert third.returncode == 0 and "14269" in third.stdout, third.stderr
     after = kept.stat()
     assert after.st_ino == before.st_ino and after.st_mtime > before.st_mtime - 100  # used, not rewritten
+
+
+def test_prompts_taking_turns_each_find_their_state_again_in_memory(model, system, tmp_path):
+    """Two system prompts alternating (the arms of an evaluation): the third call starts from the state the
+    first one left, kept in memory while the second ran, and answers as a cold call does."""
+    other = NativeProtocol(builtin_registry("."))
+    first, second = messages(system.system_prompt()), messages(other.system_prompt(), "What is 2+2?")
+    cold = fresh(model, tmp_path).complete(first, max_tokens=30, **system.options).content
+    fresh(model, tmp_path)
+    model.states, model.recent = None, RecentStates()
+    assert model.complete(first, max_tokens=30, **system.options).content == cold
+    held = list(model.llama.input_ids[:model.llama.n_tokens])
+    model.complete(second, max_tokens=30, **other.options)
+    assert [entry[1] for entry in model.recent.entries] == [held]  # kept when the second prompt came
+    assert model.recent.before(model.llama, start(first))  # it shares far more of the first prompt's start
+    assert list(model.llama.input_ids[:model.llama.n_tokens]) == held
+    assert model.complete(first, max_tokens=30, **system.options).content == cold
+    assert not model.recent.before(model.llama, start(first))  # the context holds it already
+    assert len(model.recent.entries) == 2  # the second prompt's state was kept when the first came back

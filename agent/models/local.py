@@ -18,7 +18,7 @@ from agent.config import ConfigError
 from agent.models import ModelError, Reply, tool_call
 from agent.models.local_files import built_in, cache_dir, embedded_model, user_model
 from agent.models.local_grammar import gbnf, sampling
-from agent.models.prompt_state import PromptStates
+from agent.models.prompt_state import PromptStates, RecentStates
 from agent.models.runtime_check import build_id, check_runtime
 
 MAX_TOKENS = 512
@@ -28,7 +28,8 @@ TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 FENCED = re.compile(r"```(?:json|xml)?\s*\n(.*?)\s*```", re.DOTALL)
 TOOL_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
 
-_loaded: dict[tuple[Path, int], tuple[object, threading.Lock, dict]] = {}  # the Llama, its lock, its identity
+# the Llama, its lock, its identity, the states it held lately
+_loaded: dict[tuple[Path, int], tuple[object, threading.Lock, dict, RecentStates]] = {}
 _loading = threading.Lock()
 
 
@@ -61,10 +62,11 @@ def load_local_model(model_path: str | None = None, *, local_model: str | None =
             if not _loaded:  # free the models before the interpreter tears down what llama.cpp's finaliser needs
                 atexit.register(_close_all)
             identity = {"model": model_id, "runtime": build, "n_ctx": n_ctx}
-            _loaded[path, n_ctx] = llama, threading.Lock(), identity
-        llama, lock, identity = _loaded[path, n_ctx]
+            _loaded[path, n_ctx] = llama, threading.Lock(), identity, RecentStates()
+        llama, lock, identity, recent = _loaded[path, n_ctx]
     states = PromptStates(folder / "states", identity) if warm_start else None
-    return LocalModel(llama, lock, n_ctx=n_ctx, temperature=temperature, max_tokens=max_tokens, states=states)
+    return LocalModel(llama, lock, n_ctx=n_ctx, temperature=temperature, max_tokens=max_tokens, states=states,
+                      recent=recent)
 
 
 def _file_identity(path: Path) -> str:
@@ -75,7 +77,7 @@ def _file_identity(path: Path) -> str:
 
 def _close_all() -> None:
     with _loading:
-        for llama, _, _ in _loaded.values():
+        for llama, *_ in _loaded.values():
             llama.close()
         _loaded.clear()
 
@@ -93,11 +95,12 @@ class LocalModel:
     """A loaded llama.cpp model; calls from several threads take turns."""
 
     def __init__(self, llama, lock: threading.Lock, *, n_ctx: int, temperature: float | None = None,
-                 max_tokens: int = MAX_TOKENS, states: PromptStates | None = None):
+                 max_tokens: int = MAX_TOKENS, states: PromptStates | None = None, recent: RecentStates | None = None):
         self.llama, self.lock, self.n_ctx = llama, lock, n_ctx
         self.temperature = 0.0 if temperature is None else temperature
         self.max_tokens = max_tokens
         self.states = states  # where a fresh context's first prompt state is kept and found
+        self.recent = recent  # the states of the prompts this model's context held lately
 
     def complete(self, messages: list[dict], **options) -> Reply:
         messages, request = self._request(messages, options)
@@ -138,12 +141,15 @@ class LocalModel:
 
     @contextmanager
     def _calling(self, messages: list[dict], request: dict):
-        """The model's lock held, and llama.cpp's failures as ModelErrors that say what to do. A fresh context
-        starts from the state kept for how this prompt starts, if there is one; else that state is kept after."""
+        """The model's lock held, and llama.cpp's failures as ModelErrors that say what to do. The context starts
+        from the state in memory that shares most of this prompt's start, if one shares more than it; a fresh
+        context from the state kept on disk for how this prompt starts, if there is one (else it is kept after)."""
         try:
             with self.lock:
+                start = json.dumps([messages[:1], request.get("tools")], sort_keys=True)
+                if self.recent is not None:
+                    self.recent.before(self.llama, start)
                 fresh = self.states is not None and self.llama.n_tokens == 0
-                start = json.dumps([messages[:1], request.get("tools")], sort_keys=True) if fresh else ""
                 restored = fresh and self.states.restore(self.llama, start)
                 yield
                 if fresh and not restored:

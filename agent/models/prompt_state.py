@@ -25,6 +25,7 @@ MAGIC = b"prompt-protocol-agent state 1\n"
 MAX_HEADER = 1 << 20  # the header's JSON line: the key and up to a full context of token ids
 MAX_STATE_BYTES = 96 << 20  # one state; about 3,000 tokens of the 1.5B model (28 kB a token)
 MAX_FILES = 8  # the least recently used beyond these are deleted
+MIN_GAIN_CHARS = 200  # a kept state in memory is loaded when it shares this much more of a prompt's start
 STALE_SECONDS = 3600  # a temporary file this old was left by a run that died while writing it
 
 
@@ -46,16 +47,8 @@ class PromptStates:
         loaded = self._read(path, prefix, llama.n_ctx())
         if loaded is None:
             return False
-        tokens, state = loaded
-        import llama_cpp
-
-        buffer = (ctypes.c_uint8 * len(state)).from_buffer(state)
-        if llama_cpp.llama_state_set_data(llama.ctx, buffer, len(state)) != len(state):
-            llama.reset()  # the next evaluation starts from position 0, replacing whatever was set
+        if not load_state(llama, *loaded):
             return False
-        llama.input_ids[:len(tokens)] = tokens
-        llama.n_tokens = len(tokens)
-        llama._requires_eval = True  # the logits are not restored: llama-cpp-python evaluates a token again
         try:
             os.utime(path)  # recently used: kept longest
         except OSError:
@@ -65,18 +58,11 @@ class PromptStates:
     def save(self, llama, prefix: str) -> None:
         """Keep the state of ``llama``'s context for the next process whose prompt starts with ``prefix``; a state
         over the size bound, or a folder that cannot be written, is simply not kept."""
-        import llama_cpp
-
-        size = llama_cpp.llama_state_get_size(llama.ctx)
-        if not 0 < size <= self.max_bytes:
+        held = state_of(llama, self.max_bytes)
+        if held is None:
             return
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_get_data(llama.ctx, buffer, size)
-        if not 0 < written <= size:
-            return
-        state = memoryview(buffer).cast("B")[:written]
-        header = {"identity": self.identity, "prefix": _sha256(prefix.encode()),
-                  "tokens": [int(t) for t in llama.input_ids[:llama.n_tokens]]}
+        tokens, state = held
+        header = {"identity": self.identity, "prefix": _sha256(prefix.encode()), "tokens": tokens}
         if write_state(self.path(prefix), header, state):
             self._evict()
 
@@ -107,6 +93,79 @@ class PromptStates:
                 path.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+class RecentStates:
+    """In memory, the states of the last few prompts a context held, so that prompts taking turns (the arms of an
+    evaluation, a helper agent and its parent, the clients of agent serve) each find theirs again instead of
+    reading their start anew. A state is chosen by how much of the new prompt's start (as text) it shares;
+    llama-cpp-python's own token matching then decides what is reused, so a poor choice costs time, never
+    correctness. Switching costs a copy of the state each way, about 10 ms per 1,000 tokens."""
+
+    def __init__(self, max_entries: int = 4, max_bytes: int = MAX_STATE_BYTES, min_gain: int = MIN_GAIN_CHARS):
+        self.max_entries, self.max_bytes, self.min_gain = max_entries, max_bytes, min_gain
+        self.entries: list[tuple[str, list[int], bytearray]] = []  # (prompt start, tokens, state), latest last
+        self.current: str | None = None  # the start of the prompt the context holds, if it holds one
+        self.stashed = False  # whether the context's state is among the entries as it is
+
+    def before(self, llama, start: str) -> bool:
+        """Ready ``llama``'s context for a prompt that begins with ``start``: keep the context's state if the
+        prompt would overwrite much of it, and load a kept state that shares more of the prompt's start than
+        the context does. Whether it loaded one."""
+        held = _shared(self.current, start) if llama.n_tokens else 0
+        if llama.n_tokens and not self.stashed and len(self.current or "") - held >= self.min_gain:
+            self._keep(llama)
+        best = max(self.entries, key=lambda entry: _shared(entry[0], start), default=None)
+        switched = False
+        if best is not None and _shared(best[0], start) >= held + self.min_gain:
+            switched = load_state(llama, best[1], best[2])
+            self.entries.remove(best)
+            self.entries.append(best)
+        self.current, self.stashed = start, switched  # a state just loaded is kept as it was
+        return switched
+
+    def _keep(self, llama) -> None:
+        held = state_of(llama, self.max_bytes)
+        if held is None:
+            return
+        self.entries = [entry for entry in self.entries if entry[0] != self.current][-(self.max_entries - 1):]
+        self.entries.append((self.current, *held))
+        self.stashed = True
+
+
+def state_of(llama, max_bytes: int = MAX_STATE_BYTES) -> tuple[list[int], memoryview] | None:
+    """The tokens ``llama``'s context holds and its state (llama.cpp's bytes), if at most ``max_bytes``."""
+    import llama_cpp
+
+    size = llama_cpp.llama_state_get_size(llama.ctx)
+    if not 0 < size <= max_bytes:
+        return None
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_get_data(llama.ctx, buffer, size)
+    if not 0 < written <= size:
+        return None
+    return [int(t) for t in llama.input_ids[:llama.n_tokens]], memoryview(buffer).cast("B")[:written]
+
+
+def load_state(llama, tokens: list[int], state) -> bool:
+    """Give ``llama``'s context the state ``state`` holding ``tokens``; False (and the context emptied) if
+    llama.cpp does not take it."""
+    import llama_cpp
+
+    data = bytearray(state) if not isinstance(state, bytearray) else state
+    buffer = (ctypes.c_uint8 * len(data)).from_buffer(data)
+    if llama_cpp.llama_state_set_data(llama.ctx, buffer, len(data)) != len(data):
+        llama.reset()  # the next evaluation starts from position 0, replacing whatever was set
+        return False
+    llama.input_ids[:len(tokens)] = tokens
+    llama.n_tokens = len(tokens)
+    llama._requires_eval = True  # the logits are not restored: llama-cpp-python evaluates a token again
+    return True
+
+
+def _shared(a: str | None, b: str) -> int:
+    """How many characters ``a`` and ``b`` begin with in common."""
+    return len(os.path.commonprefix([a, b])) if a is not None else 0
 
 
 def write_state(path: Path, header: dict, state) -> bool:
