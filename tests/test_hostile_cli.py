@@ -146,6 +146,34 @@ def test_hostile_suite_lines_are_usage_errors(server, workspace, capsys, line, e
     assert code == 2 and server.requests == [] and "line 1" in text and expected in text
 
 
+# --- the shell's read-only commands: nothing written, nothing read outside the workspace -----------------
+
+@pytest.mark.parametrize("flags", [["--read-only"], []])  # without --read-only: no terminal to ask either
+def test_read_only_shell_commands_neither_write_nor_read_outside_the_workspace(server, workspace, tmp_path_factory,
+                                                                               flags):
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.txt").write_text("the secret outside")
+    (workspace / "-xx").symlink_to(outside)
+    (workspace / "empty").mkdir()
+    (workspace / "victim.txt").write_text("keep me\n")
+    (workspace / "in.txt").write_text("a\n")
+    commands = ["uniq - victim.txt", "uniq -- in.txt -victim", "cat -- -xx/secret.txt", "uniq -- in.txt -xx/out.txt",
+                "diff -rN . empty", "wc -c -- -xx/secret.txt victim.txt"]
+    for command in commands:
+        server.reply(action("run_shell", command=command))
+    server.reply(action(answer="done"))
+    done = subprocess.run([sys.executable, "-m", "agent", "--base-url", server.url, "--model", "m", *flags, "task"],
+                          cwd=workspace, env=child_env(), capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+    assert (done.returncode, done.stdout) == (0, "done\n") and "Traceback" not in done.stderr
+    assert (workspace / "victim.txt").read_text() == "keep me\n" and not (workspace / "-victim").exists()
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    sent = json.dumps([r["body"] for r in server.requests])
+    assert "the secret outside" not in sent and "< keep me" in sent  # diff ran, on the workspace's own files
+    last = json.dumps(server.requests[-1]["body"]["messages"])
+    assert last.count("was not run" if flags else "the user declined") == 5
+
+
 # --- odd text from the model: lone surrogates, escape sequences ---------------------------------------
 
 LONE = '{"type": "final", "answer": "broken \\ud800 text"}'
