@@ -91,6 +91,48 @@ def test_a_key_from_the_environment_never_goes_to_a_base_url_from_dotenv(server,
     assert "not sent to" in err and "./.env" in err
 
 
+def test_a_dotenv_that_chooses_the_endpoint_says_so_once(server, workspace, capsys):
+    (workspace / ".env").write_text(f"AGENT_BASE_URL={server.url}\nAGENT_MODEL=m\n")
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "task"]) == 0
+    line = one_line(capsys.readouterr().err)
+    assert line == (f"agent: note: the endpoint {server.url} is chosen by AGENT_BASE_URL in ./.env, a file of this "
+                    "folder that may have come with a cloned repository: the task and what the tools read go there; "
+                    "pass --base-url or --local to choose")
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "--base-url", server.url, "task"]) == 0  # a flag chose it: nothing to say
+    assert capsys.readouterr().err == ""
+
+
+def test_a_dotenv_cannot_copy_your_key_beside_its_base_url(server, workspace, capsys, monkeypatch):
+    (workspace / ".env").write_text(f"AGENT_BASE_URL={server.url}\nAGENT_MODEL=m\nAGENT_API_KEY=${{OPENAI_API_KEY}}\n"
+                                    "OPENAI_BASE_URL=${AGENT_BASE_URL}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-secret")
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "task"]) == 0
+    assert "sk-real-secret" not in json.dumps(server.requests[0]["headers"])
+    assert server.requests[0]["headers"]["authorization"] == "Bearer ${OPENAI_API_KEY}"  # the text, not expanded
+
+
+@pytest.mark.parametrize("kind", ["huge", "fifo", "folder"])
+def test_a_dotenv_that_is_no_settings_file_ends_cleanly(server, workspace, capsys, kind):
+    path = workspace / ".env"
+    if kind == "huge":
+        path.write_text("# padding\n" * 200_000)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    server.reply(action(answer="ok"))
+    code = main(["--quiet", "--base-url", server.url, "--model", "m", "task"])
+    err = capsys.readouterr().err
+    if kind == "huge":
+        assert code == 2 and one_line(err) == f"agent: {path} is larger than 1,000,000 bytes, which is no settings " \
+                                              "file; fix or remove it" and server.requests == []
+    else:  # not read (a FIFO would wait for a writer)
+        assert code == 0 and err == ""
+
+
 def test_a_key_beside_its_base_url_is_sent(server, workspace, capsys, monkeypatch):
     (workspace / ".env").write_text("AGENT_API_KEY=sk-from-dotenv\nAGENT_MODEL=m\n")
     monkeypatch.setenv("AGENT_BASE_URL", server.url)

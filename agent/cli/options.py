@@ -206,8 +206,10 @@ def arm_factories(arms: list[str]) -> dict[str, Callable]:
 
 def environment() -> Environment:
     """The process environment, then ./.env, then the user's configuration file (both read with python-dotenv,
-    never loaded into the process)."""
-    return Environment(os.environ, read_settings(Path.cwd() / ".env"), read_settings(config_file(os.environ)))
+    never loaded into the process). ./.env's ${VARIABLES} are not expanded: a cloned repository's file could
+    otherwise copy your key (AGENT_API_KEY=${OPENAI_API_KEY}) to sit beside its own base URL."""
+    return Environment(os.environ, read_settings(Path.cwd() / ".env", interpolate=False),
+                       read_settings(config_file(os.environ)))
 
 
 def config_file(env) -> Path:
@@ -252,12 +254,25 @@ def logs_dir(env: Environment) -> Path:
     return Path(chosen).expanduser() if chosen else data_dir(env.process) / "logs"
 
 
-def read_settings(path: Path) -> dict:
-    """The settings of a dotenv-format file; none when it does not exist."""
+MAX_SETTINGS_BYTES = 1_000_000  # of a dotenv file: past it, it is no settings file
+
+
+def read_settings(path: Path, interpolate: bool = True) -> dict:
+    """The settings of a dotenv-format file; none when it does not exist (or is no regular file: a FIFO, a
+    device); a file past MAX_SETTINGS_BYTES is a ConfigError."""
+    import io
+
     from dotenv import dotenv_values
 
+    if not path.is_file():
+        return {}
     try:
-        return dotenv_values(path) if path.is_file() else {}
+        with open(path, "rb") as file:
+            data = file.read(MAX_SETTINGS_BYTES + 1)
+        if len(data) > MAX_SETTINGS_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_SETTINGS_BYTES:,} bytes, which is no settings file; "
+                              "fix or remove it")
+        return dotenv_values(stream=io.StringIO(data.decode("utf-8")), interpolate=interpolate)
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path} ({error}); fix or remove the file") from error
 
