@@ -3,6 +3,7 @@
 Cleanly means: the documented exit code, one line on stderr that says what to do, no traceback, a complete
 trace (every line JSON, `run_end` last).
 """
+import importlib.util
 import json
 import os
 import pty
@@ -131,6 +132,21 @@ def test_a_dotenv_that_is_no_settings_file_ends_cleanly(server, workspace, capsy
                                               "file; fix or remove it" and server.requests == []
     else:  # not read (a FIFO would wait for a writer)
         assert code == 0 and err == ""
+
+
+def test_a_dotenv_chooses_neither_the_model_file_nor_the_cache_folder(workspace, capsys, monkeypatch):
+    """A cloned repository's ./.env may not pick the GGUF file llama.cpp loads, nor where the model is assembled;
+    the environment may (checked before llama-cpp-python is needed)."""
+    if importlib.util.find_spec("llama_cpp"):
+        pytest.skip("with the local extra installed, this would load the embedded model")
+    (workspace / ".env").write_text(f"AGENT_MODEL_PATH={workspace / 'theirs.gguf'}\n"
+                                    f"AGENT_CACHE_DIR={workspace / 'their-cache'}\n")
+    assert main(["--local", "task"]) == 2
+    assert "needs llama-cpp-python" in one_line(capsys.readouterr().err)
+    monkeypatch.setenv("AGENT_MODEL_PATH", str(workspace / "yours.gguf"))
+    assert main(["--local", "task"]) == 2
+    assert "yours.gguf' does not exist" in one_line(capsys.readouterr().err)
+    assert sorted(p.name for p in workspace.iterdir()) == [".env"]
 
 
 def test_a_key_beside_its_base_url_is_sent(server, workspace, capsys, monkeypatch):

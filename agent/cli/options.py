@@ -141,7 +141,7 @@ def resolve(args: argparse.Namespace, env: Environment, protocols: list[str], ar
     settings = Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
                         max_history_chars=history,
                         context_window=args.context_window)
-    model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if local else None
+    model_path = (args.model_path or trusted(env, "AGENT_MODEL_PATH")) if local else None
     factories = {**protocol_factories(protocols, constrain), **arm_factories(arms)}
     return Setup(endpoint, build_model(args, endpoint, env, model_path), settings, constrain, factories, model_path)
 
@@ -179,7 +179,7 @@ def build_model(args: argparse.Namespace, endpoint: Endpoint | None, env: Enviro
             from agent.models.local import load_local_model
             from agent.models.local_files import cache_dir
 
-        return load_local_model(model_path, temperature=args.temperature, cache=cache_dir(env),
+        return load_local_model(model_path, temperature=args.temperature, cache=cache_dir(trusted_only(env)),
                                 local_model=args.local_model or env.get("AGENT_LOCAL_MODEL"))
     with interrupts_deferred():
         from agent.models.openai_compatible import OpenAIModel
@@ -238,6 +238,16 @@ def _user_folder(env, windows: tuple[str, str], unix: tuple[str, str]) -> Path:
     else:
         base = Path(env.get(unix[0]) or Path.home() / unix[1])
     return base / "prompt-protocol-agent"
+
+
+def trusted_only(env: Environment) -> dict:
+    """The settings of the environment and your configuration file, without ./.env's: for what a cloned
+    repository's file may not choose (where files are written, which model file is loaded)."""
+    return {**env.user, **env.process}
+
+
+def trusted(env: Environment, name: str) -> str | None:
+    return trusted_only(env).get(name)
 
 
 def sessions_dir(env: Environment) -> Path:

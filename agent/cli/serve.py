@@ -8,7 +8,7 @@ import socket
 import sys
 
 from agent.cli.options import (DEFAULTS, TIMEOUT, Parser, build_model, choose_endpoint, environment, positive_float,
-                               positive_int, temperature)
+                               positive_int, temperature, trusted)
 from agent.config import ConfigError
 from agent.models.local_files import BUILT_IN
 
@@ -73,7 +73,7 @@ def serve_command(argv: list[str]) -> int:
         raise ConfigError("--api-key / AGENT_SERVE_API_KEY must be printable ASCII without spaces")
     endpoint = choose_endpoint(args, env)
     listener = _listen(args.host, args.port)  # before the model loads: a taken port is a usage error at once
-    model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if endpoint is None else None
+    model_path = (args.model_path or trusted(env, "AGENT_MODEL_PATH")) if endpoint is None else None
     model = build_model(args, endpoint, env, model_path)
     name = endpoint.model if endpoint else (args.local_model or env.get("AGENT_LOCAL_MODEL") or "local")
     constrain = args.constrain if args.constrain is not None else endpoint is None
