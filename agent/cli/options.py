@@ -343,6 +343,9 @@ def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> 
     memory = Memory(args.memory) if args.memory else None
     if memory:
         check_output_file(args.memory, "--memory", "memory file")
+        if os.path.exists(args.memory) and not os.path.isfile(args.memory):
+            raise ConfigError(f"--memory {args.memory!r} is not a regular file (a device or a FIFO): its notes "
+                              "cannot be read or kept there; pass a file, like --memory memory.md")
     plan = Plan()
     shell = shell_tool(workspace, approve, args.shell_timeout)
     subagents = SubAgents()
