@@ -232,6 +232,21 @@ def test_read_only_shell_commands_neither_write_nor_read_outside_the_workspace(s
     assert last.count("was not run" if flags else "the user declined") == 5
 
 
+@pytest.mark.parametrize("path", ["/dev/zero", "fifo"])
+def test_a_suite_that_is_a_device_or_a_fifo_is_a_usage_error_at_once(server, workspace, path):
+    if path == "fifo":
+        os.mkfifo(workspace / "fifo")
+
+    def small_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+    done = subprocess.run([sys.executable, "-m", "agent", "eval", path, "--list"], cwd=workspace, env=child_env(),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, preexec_fn=small_memory)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"agent: suite {path!r} is not a regular file (a folder, a device or a FIFO); pass a JSONL " \
+                          "file\n"
+
+
 # --- odd text from the model: lone surrogates, escape sequences ---------------------------------------
 
 LONE = '{"type": "final", "answer": "broken \\ud800 text"}'
