@@ -254,6 +254,63 @@ def test_a_hostile_body_gets_an_openai_style_error(served, content, status, says
     assert says in error["message"] and error["type"] == "invalid_request_error"
 
 
+def rss(pid: int) -> int:
+    """A process's resident memory, in bytes."""
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_small_request_that_would_expand_into_a_huge_one_is_refused_at_once_and_leaves_no_memory_behind(up):
+    from tests.test_serve_translate import HUGE_DESCRIPTION, LONG_ENUM
+
+    with serving("--upstream-url", up.url, "--model", "m", "--constrain") as (url, child, _):
+        up.replies(action(answer="warm"), action(answer="still here"))
+        httpx.post(f"{url}/chat/completions", json={"messages": QUESTION, "tools": TOOLS}, timeout=20)
+        before = rss(child.pid)
+        for tool in [HUGE_DESCRIPTION, LONG_ENUM] * 3:
+            body = json.dumps({"messages": QUESTION, "tools": [tool]}).encode()
+            assert len(body) < 200_000
+            started = time.monotonic()
+            response = httpx.post(f"{url}/chat/completions", content=body, timeout=20)
+            assert time.monotonic() - started < 10 and response.status_code == 400
+            assert response.json()["error"]["param"] == "tools[0].function.parameters"
+            assert "too large once its $refs are inlined" in response.json()["error"]["message"]
+        assert len(up.requests) == 1  # none of them reached the upstream
+        assert rss(child.pid) - before < 100 * 2**20
+        answer = httpx.post(f"{url}/chat/completions", json={"messages": QUESTION, "tools": TOOLS}, timeout=20)
+        assert answer.json()["choices"][0]["message"]["content"] == "still here"
+
+
+def deep_parameters(levels: int) -> bytes:
+    schema = '{"type": "object", "properties": {"x": ' * levels + "{}" + "}}" * levels
+    return (f'{{"messages": {json.dumps(QUESTION)}, "tools": [{{"type": "function", "function": {{"name": "f", '
+            f'"parameters": {schema}}}}}]}}').encode()
+
+
+ANSWERED = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]}
+
+
+@pytest.mark.parametrize("content, param", [
+    (json.dumps({"messages": [*QUESTION, ANSWERED, {"role": "tool", "tool_call_id": {"id": "c1"}, "content": "3"}],
+                 "tools": TOOLS}).encode(), "messages[2].tool_call_id"),
+    (json.dumps({"messages": [*QUESTION, ANSWERED, {"role": "tool", "tool_call_id": ["c1"], "content": "3"}],
+                 "tools": TOOLS}).encode(), "messages[2].tool_call_id"),
+    (deep_parameters(450), "tools[0].function.parameters"),  # 900 objects deep
+    (deep_parameters(100), "tools[0].function.parameters"),
+    (json.dumps({"messages": QUESTION, "tools": TOOLS, "temperature": {"hot": True}}).encode(), "temperature"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "tools": [], "temperature": NaN}', None),
+])
+def test_a_request_of_the_wrong_types_is_a_400_naming_the_field(served, up, content, param):
+    response = httpx.post(f"{served[0]}/chat/completions", content=content, timeout=20,
+                          headers={"content-type": "application/json"})
+    error = response.json()["error"]
+    assert response.status_code == 400 and error["param"] == param and error["type"] == "invalid_request_error"
+    assert param is not None or "NaN is not a JSON number" in error["message"]
+    assert up.requests == []
+
+
 def test_a_body_without_a_length_is_capped_as_it_arrives(served):
     def endless():
         yield b'{"messages": [{"role": "user", "content": "'

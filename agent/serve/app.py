@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from agent.loop import Replies, Stop, ignore
 from agent.models import Model, ModelError
-from agent.serve.translate import RequestError, chunks, completion, error_body, passed_on, sampling, translate
+from agent.serve.translate import RequestError, chunks, completion, error_body, passed_on, plain, translate
 
 MAX_BODY = 8 * 2**20  # bytes of a request body; a larger one is refused (413) unread
 REASKS_HEADER = "x-agent-reasks"  # how many times the upstream was re-asked for this response
@@ -89,8 +89,8 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
             first = await run_in_threadpool(next, pieces, b"")  # an upstream failure before the answer is an error
             return StreamingResponse(_prepend(first, pieces), media_type=content_type,
                                      headers={REASKS_HEADER: "0"})
-        options = {**sampling(body), **{k: body[k] for k in ("response_format", "stop") if body.get(k) is not None}}
-        reply = await run_in_threadpool(model.complete, body["messages"], **options)
+        messages, options = plain(body)
+        reply = await run_in_threadpool(model.complete, messages, **options)
         done = passed_on(reply, model_name)
         if body.get("stream") is True:
             stream_options = body.get("stream_options")
@@ -125,14 +125,18 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def _decode(body: bytes) -> object:
-    try:
-        return json.loads(body.decode("utf-8"))  # C speed; the parts read closely (tools, calls) are checked later
+    try:  # C speed; the parts read closely (tools, calls) are checked later
+        return json.loads(body.decode("utf-8"), parse_constant=_not_json)
     except UnicodeDecodeError:
         raise RequestError("the request body is not UTF-8 text") from None
     except RecursionError:
         raise RequestError("the request body is not JSON that can be read: it is nested too deeply") from None
     except ValueError as error:
         raise RequestError(f"the request body is not JSON: {error}") from None
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
