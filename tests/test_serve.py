@@ -254,6 +254,92 @@ def test_a_hostile_body_gets_an_openai_style_error(served, content, status, says
     assert says in error["message"] and error["type"] == "invalid_request_error"
 
 
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def asks(words: str):
+    """Whether an upstream request carries the client's question ``words``."""
+    return lambda body: words in json.dumps(body["messages"][1:])
+
+
+@pytest.mark.parametrize("slow", ["thinks after the headers", "sends nothing until it has begun"])
+def test_clients_that_leave_stop_their_upstream_calls_and_hold_no_one_up(slow):
+    """40 clients leave 0.2 s after asking; the upstream calls they got to are dropped at the upstream's first
+    piece of answer (the upstream sees its client leave), and a request made meanwhile is answered at once."""
+    waits = {"first": 2.0} if slow == "thinks after the headers" else {"delay": 2.0}
+    with ScriptedServer() as upstream, serving("--upstream-url", upstream.url, "--model", "m", "--timeout",
+                                                "30") as (url, _, said):
+        upstream.answer_when(asks("leaving"), action(answer="too late for anyone"), pause=0.3, **waits)
+        upstream.answer_when(asks("staying"), action(answer="on time"))
+
+        def leave():
+            with pytest.raises(httpx.TimeoutException):
+                httpx.post(f"{url}/chat/completions", timeout=0.2,
+                           json={"messages": [{"role": "user", "content": "leaving"}], "tools": TOOLS})
+
+        leaving = [threading.Thread(target=leave) for _ in range(40)]
+        for thread in leaving:
+            thread.start()
+        for thread in leaving:
+            thread.join(timeout=10)
+        time.sleep(0.3)  # every request they got to make is made
+        started = time.monotonic()
+        answer = httpx.post(f"{url}/chat/completions", timeout=20,
+                            json={"messages": [{"role": "user", "content": "staying"}], "tools": TOOLS})
+        assert answer.json()["choices"][0]["message"]["content"] == "on time"
+        assert time.monotonic() - started < 1.5  # not behind the others, whose upstream calls take 2 s to begin
+        made = [r for r in upstream.requests if asks("leaving")(r["body"])]
+        assert len(made) >= 10  # (a client that left before its call began cost none)
+        assert wait_for(lambda: all(r.get("left") for r in made), 10)  # each call stopped
+        assert len(upstream.requests) == len(made) + 1  # and none re-asked
+        assert "Traceback" not in said()
+
+
+def test_a_streamed_pass_through_whose_client_left_closes_its_upstream_connection(up):
+    with serving("--upstream-url", up.url, "--model", "m", "--timeout", "20") as (url, _, said):
+        up.reply("a long answer " * 30, pause=0.25)  # about 100 pieces: 25 s
+        with httpx.stream("POST", f"{url}/chat/completions", timeout=20,
+                          json={"messages": [{"role": "user", "content": "hi"}], "stream": True}) as response:
+            assert next(line for line in response.iter_lines() if line.startswith("data:"))
+        left = time.monotonic()
+        assert wait_for(lambda: up.requests[0].get("left"), 10)
+        assert time.monotonic() - left < 3  # at the upstream's next piece, long before --timeout
+        assert "Traceback" not in said()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_that_leaves_during_a_passed_through_request_stops_it(up, stream):
+    """Unstreamed, the upstream sends its answer slowly (headers at once, then a byte each 0.05 s); streamed, it
+    thinks for a second before its first piece: either way it sees its client leave soon after ours did."""
+    with serving("--upstream-url", up.url, "--model", "m", "--timeout", "20") as (url, _, said):
+        if stream:
+            up.reply("slow", first=1.0, pause=0.5)
+        else:
+            up.respond(200, {"choices": [{"message": {"role": "assistant", "content": "slow " * 50}}]}, trickle=0.05)
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(f"{url}/chat/completions", timeout=0.3, json={
+                "messages": [{"role": "user", "content": "hi"}], "stream": stream})
+        left = time.monotonic()
+        assert wait_for(lambda: up.requests and up.requests[0].get("left"), 10)
+        assert time.monotonic() - left < 3
+        assert "Traceback" not in said()
+
+
+def test_a_client_that_leaves_while_sending_its_body_costs_nothing(up):
+    with serving("--upstream-url", up.url, "--model", "m") as (url, _, said):
+        host, port = url.split("//")[1].split("/")[0].split(":")
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n{\"messages\": [")
+            time.sleep(0.3)
+        assert httpx.get(f"{url}/models", timeout=10).status_code == 200
+        assert up.requests == [] and "Traceback" not in said() and "Exception" not in said()
+
+
 def rss(pid: int) -> int:
     """A process's resident memory, in bytes."""
     with open(f"/proc/{pid}/status") as status:
