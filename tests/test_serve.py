@@ -340,6 +340,112 @@ def test_a_client_that_leaves_while_sending_its_body_costs_nothing(up):
         assert up.requests == [] and "Traceback" not in said() and "Exception" not in said()
 
 
+@pytest.fixture(scope="module")
+def strict(upstream):
+    """`agent serve` with a 2 s client timeout and 4 connections at most: (host, port, base URL, its stderr)."""
+    with serving("--upstream-url", upstream.url, "--model", "m", "--client-timeout", "2",
+                 "--max-connections", "4") as (url, _, said):
+        host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+        yield host, int(port), url, said
+
+
+def answered_within(sock: socket.socket, seconds: float) -> tuple[bytes, float]:
+    """What the server sends before it closes the connection, and after how long (at most ``seconds``)."""
+    sock.settimeout(seconds)
+    started, got = time.monotonic(), b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return got, time.monotonic() - started
+
+
+HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize("sent, status", [
+    (b"", b"408"),  # a connection that sends nothing
+    (HEAD, b"408"),  # headers that never end
+    (HEAD + b"Content-Length: 500\r\n\r\n" + b'{"messages": [', b"408"),  # a body that never ends
+])
+def test_a_slow_client_is_answered_and_cut_off_at_the_client_timeout(strict, up, sent, status):
+    host, port, _, said = strict
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(sent)
+        got, waited = answered_within(sock, 10)
+    assert got.startswith(b"HTTP/1.1 " + status) and 1.5 < waited < 5
+    assert json.loads(got.split(b"\r\n\r\n", 1)[1])["error"]["message"]
+    assert up.requests == [] and "Traceback" not in said()
+
+
+def test_a_body_sent_a_byte_a_second_is_cut_off_at_the_client_timeout(strict, up):
+    host, port, _, said = strict
+    body = json.dumps({"messages": QUESTION, "tools": TOOLS}).encode()
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(body))
+        started = time.monotonic()
+        try:
+            for byte in body:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.5)
+                if time.monotonic() - started > 10:
+                    break
+        except OSError:  # cut off
+            pass
+        got, _ = answered_within(sock, 5)
+    assert got.startswith(b"HTTP/1.1 408") and b"the request body did not arrive within 2 s" in got
+    assert time.monotonic() - started < 8 and up.requests == []
+
+
+def test_an_idle_connection_after_an_answer_closes_after_the_keep_alive_time(strict):
+    host, port, _, _ = strict
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, waited = answered_within(sock, 15)
+    assert got.startswith(b"HTTP/1.1 200") and 4 < waited < 10
+
+
+def test_headers_without_end_are_refused_before_they_cost_memory(strict):
+    host, port, url, _ = strict
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")
+        with pytest.raises(OSError):  # the server stops reading and closes
+            for number in range(2000):
+                sock.sendall(b"X-Padding-%d: %s\r\n" % (number, b"a" * 50_000))
+        got, _ = answered_within(sock, 5)
+    assert got == b"" or got.startswith(b"HTTP/1.1 431")
+    assert httpx.get(f"{url}/models", timeout=10).status_code == 200
+
+
+def test_connections_beyond_the_most_are_refused_at_once_and_the_others_served(strict, up):
+    host, port, url, said = strict
+    held = [socket.create_connection((host, port)) for _ in range(4)]
+    try:
+        time.sleep(0.2)
+        with socket.create_connection((host, port)) as extra:
+            got, waited = answered_within(extra, 5)
+        assert got.startswith(b"HTTP/1.1 503") and b"4 connections open, the most it takes" in got and waited < 1
+    finally:
+        for sock in held:
+            sock.close()
+    up.replies(action(answer="room again"))
+    response = httpx.post(f"{url}/chat/completions", json={"messages": QUESTION, "tools": TOOLS}, timeout=10)
+    assert response.status_code == 200, response.text
+
+
+def test_a_client_that_stops_reading_a_relayed_stream_is_cut_off_and_the_upstream_let_go(strict, up):
+    """The upstream streams about 4 MB at once; the client reads none of it."""
+    host, port, _, said = strict
+    up.reply("x" * 4_000_000)
+    request = json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+    with socket.create_connection((host, port)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(request) + request)
+        assert wait_for(lambda: up.requests and up.requests[0].get("left"), 15)  # the upstream was let go
+    assert "Traceback" not in said()
+
+
 def rss(pid: int) -> int:
     """A process's resident memory, in bytes."""
     with open(f"/proc/{pid}/status") as status:
