@@ -1,6 +1,7 @@
 """`agent serve` in front of the scripted upstream, driven by the real openai SDK as its client."""
 import asyncio
 import json
+import select
 import signal
 import socket
 import subprocess
@@ -361,6 +362,16 @@ def answered_within(sock: socket.socket, seconds: float) -> tuple[bytes, float]:
     return got, time.monotonic() - started
 
 
+def dribble(sock: socket.socket, data: bytes, pause: float) -> None:
+    """Send ``data`` a byte each ``pause`` seconds, until the server answers (or 10 s have passed)."""
+    deadline = time.monotonic() + 10
+    for byte in data:
+        if select.select([sock], [], [], 0)[0] or time.monotonic() > deadline:
+            return
+        sock.sendall(bytes([byte]))
+        time.sleep(pause)
+
+
 HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 
 
@@ -385,17 +396,19 @@ def test_a_body_sent_a_byte_a_second_is_cut_off_at_the_client_timeout(strict, up
     with socket.create_connection((host, port)) as sock:
         sock.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(body))
         started = time.monotonic()
-        try:
-            for byte in body:
-                sock.sendall(bytes([byte]))
-                time.sleep(0.5)
-                if time.monotonic() - started > 10:
-                    break
-        except OSError:  # cut off
-            pass
+        dribble(sock, body, 0.5)
         got, _ = answered_within(sock, 5)
     assert got.startswith(b"HTTP/1.1 408") and b"the request body did not arrive within 2 s" in got
     assert time.monotonic() - started < 8 and up.requests == []
+
+
+def test_headers_sent_a_byte_at_a_time_get_no_more_time_than_any(strict, up):
+    host, port, _, said = strict
+    with socket.create_connection((host, port)) as sock:
+        started = time.monotonic()
+        dribble(sock, HEAD * 10, 0.2)
+        got, _ = answered_within(sock, 5)
+    assert got.startswith(b"HTTP/1.1 408") and time.monotonic() - started < 5 and up.requests == []
 
 
 def test_an_idle_connection_after_an_answer_closes_after_the_keep_alive_time(strict):
