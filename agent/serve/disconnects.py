@@ -1,6 +1,6 @@
 """A client that leaves before its answer: noticed (the ASGI ``http.disconnect`` message), and the upstream work
 for it stopped at the upstream's next piece of answer. The upstream's response is then closed, which it sees as
-its own client leaving (llama.cpp's server, vLLM and OpenAI stop generating); no call or re-ask starts after."""
+its own client leaving (a server that watches its clients stops generating); no call or re-ask starts after."""
 from __future__ import annotations
 
 import threading
@@ -72,7 +72,8 @@ def gathered(pieces: Generator[bytes, None, None], gone: threading.Event) -> byt
     return bytes(body)
 
 
-async def relayed(first: bytes, pieces: Generator[bytes, None, None], failed: Callable[[ModelError], bytes]) -> AsyncIterator[bytes]:
+async def relayed(first: bytes, pieces: Generator[bytes, None, None],
+                  failed: Callable[[ModelError], bytes]) -> AsyncIterator[bytes]:
     """A relayed stream's pieces as they come (each read in a worker thread); when the client leaves (the response
     is cancelled, or its sending fails), the upstream's response is closed at once after the piece being read. A
     failure of the upstream once the answer has begun ends it with ``failed(error)``."""
