@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 from agent.config import DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
 from agent.models import Model
@@ -240,10 +240,11 @@ def _user_folder(env, windows: tuple[str, str], unix: tuple[str, str]) -> Path:
     return base / "prompt-protocol-agent"
 
 
-def trusted_only(env: Environment) -> dict:
+def trusted_only(env: Environment | Mapping[str, str]) -> dict:
     """The settings of the environment and your configuration file, without ./.env's: for what a cloned
-    repository's file may not choose (where files are written, which model file is loaded)."""
-    return {**env.user, **env.process}
+    repository's file may not choose (where files are written, which model file is loaded). A plain mapping is
+    the environment alone."""
+    return {**env.user, **env.process} if isinstance(env, Environment) else dict(env)
 
 
 def trusted(env: Environment, name: str) -> str | None:
