@@ -88,6 +88,10 @@ def resolve_endpoint(env: Mapping[str, str], base_url: str | None = None, api_ke
                               "for a server, or AGENT_API_KEY (or --api-key) for OpenAI")
         return None
     notes = []
+    if (url_source if base_url else key_source).name == "./.env":
+        notes.append(f"the endpoint {base_url or DEFAULT_BASE_URL} is chosen by {chosen_by}, a file of this folder "
+                     "that may have come with a cloned repository: the task and what the tools read go there; pass "
+                     "--base-url or --local to choose")
     if held_back and held_back != api_key:
         notes.append(f"the API key from {key_source.name} is not sent to {base_url}, which comes from "
                      f"{url_source.name}; pass --base-url, or set the key in {url_source.name} too")

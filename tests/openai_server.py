@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -48,23 +50,28 @@ class ScriptedServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def reply(self, content=None, *, tool_calls=None, finish_reason=None, usage=True, delay=0.0, pause=0.0) -> None:
+    def reply(self, content=None, *, tool_calls=None, finish_reason=None, usage=True, delay=0.0, pause=0.0,
+              first=0.0) -> None:
         """Queue one 200 chat.completion; ``usage=True`` derives token counts, a dict is sent as is. Streamed,
-        ``pause`` is the seconds between chunks."""
+        ``pause`` is the seconds between chunks and ``first`` before the first one (after the headers, as a
+        server thinking). A request whose client goes away before its answer is complete is marked
+        ``"left": True`` among the ``requests``."""
         calls = [self._tool_call(call) for call in tool_calls or []]
         message = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = calls
         reason = finish_reason or ("tool_calls" if calls else "stop")
         self._steps.append({"status": 200, "message": message, "finish_reason": reason,
-                            "usage": usage, "headers": {}, "delay": delay, "pause": pause})
+                            "usage": usage, "headers": {}, "delay": delay, "pause": pause, "first": first})
 
-    def answer_when(self, predicate, content: str, delay: float = 0.0, gate: threading.Event | None = None) -> None:
+    def answer_when(self, predicate, content: str, delay: float = 0.0, gate: threading.Event | None = None,
+                    pause: float = 0.0, first: float = 0.0) -> None:
         """Answer every request whose JSON body ``predicate`` picks with ``content`` (after ``delay`` seconds, and
-        once ``gate`` is set, if given), before the queue is looked at (and without using it up)."""
+        once ``gate`` is set, if given; streamed, as ``reply`` does), before the queue is looked at (and without
+        using it up)."""
         self._rules.append((predicate, {"status": 200, "message": {"role": "assistant", "content": content},
                                         "finish_reason": "stop", "usage": True, "headers": {}, "delay": delay,
-                                        "pause": 0.0, "gate": gate}))
+                                        "pause": pause, "first": first, "gate": gate}))
 
     def gather(self, count: int, timeout: float) -> None:
         """Hold every chat request until ``count`` are in flight at once (or ``timeout`` seconds from now have
@@ -200,15 +207,27 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                                           max(0.0, deadline - time.monotonic()))
             try:
                 self._answer(step, body)
+            except (BrokenPipeError, ConnectionResetError):
+                request["left"] = True
             finally:
                 with server._lock:
                     server.in_flight -= 1
 
+        def _wait(self, seconds: float) -> None:
+            """Wait, unless the server stops or the client goes away (then BrokenPipeError, as a write would)."""
+            deadline = time.monotonic() + seconds
+            while (left := deadline - time.monotonic()) > 0:
+                if server._stopping.wait(min(left, 0.05)):
+                    raise BrokenPipeError("the server is stopping")
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    raise BrokenPipeError("the client went away")
+
         def _answer(self, step: dict, body) -> None:
-            if step["delay"] and server._stopping.wait(step["delay"]):
-                return
+            if step["delay"]:
+                self._wait(step["delay"])
             if "message" in step and isinstance(body, dict) and body.get("stream"):
-                self._send_stream(server._completion(step, body), body, step["pause"])
+                self._send_stream(server._completion(step, body), body, step["pause"], step.get("first", 0.0))
             elif "message" in step:
                 self._send(200, server._completion(step, body if isinstance(body, dict) else {}))
             elif "endless" in step:
@@ -220,20 +239,16 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
             headers = {"Content-Type": "application/json", "Content-Length": len(data), "Connection": "close",
                        **(headers or {})}
-            try:
-                self._send_headers(status, headers)
-                if trickle:
-                    for at in range(len(data)):
-                        if server._stopping.wait(trickle):
-                            break
-                        self.wfile.write(data[at:at + 1])
-                else:
-                    self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
             self.close_connection = True
+            self._send_headers(status, headers)
+            if trickle:
+                for at in range(len(data)):
+                    self._wait(trickle)
+                    self.wfile.write(data[at:at + 1])
+            else:
+                self.wfile.write(data)
 
-        def _send_stream(self, completion: dict, request: dict, pause: float) -> None:
+        def _send_stream(self, completion: dict, request: dict, pause: float, first: float = 0.0) -> None:
             """The completion as server-sent events, as OpenAI streams one: the content a few characters a
             chunk, each tool call's name then its arguments in pieces, the finish reason, the usage when the
             request asked for it (stream_options.include_usage), then [DONE]."""
@@ -255,26 +270,20 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             events.append(chunk({}, choice["finish_reason"]))
             if completion.get("usage") and (request.get("stream_options") or {}).get("include_usage"):
                 events.append({**chunk({}), "choices": [], "usage": completion["usage"]})
-            try:
-                self._send_headers(200, {"Content-Type": "text/event-stream", "Connection": "close"})
-                for event in [json.dumps(e) for e in events] + ["[DONE]"]:
-                    if pause and server._stopping.wait(pause):
-                        break
-                    self.wfile.write(f"data: {event}\n\n".encode())
-                    self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
             self.close_connection = True
+            self._send_headers(200, {"Content-Type": "text/event-stream", "Connection": "close"})
+            self.wfile.flush()
+            for number, event in enumerate([json.dumps(e) for e in events] + ["[DONE]"]):
+                self._wait(first if number == 0 else pause)
+                self.wfile.write(f"data: {event}\n\n".encode())
+                self.wfile.flush()
 
         def _send_endless(self, chunk: bytes, interval: float, headers: dict) -> None:
             """A body without a length, delimited by closing the connection, which this never does."""
-            try:
-                self._send_headers(200, {"Content-Type": "application/json", "Connection": "close", **headers})
-                while not server._stopping.wait(interval):
-                    self.wfile.write(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
             self.close_connection = True
+            self._send_headers(200, {"Content-Type": "application/json", "Connection": "close", **headers})
+            while not server._stopping.wait(interval):
+                self.wfile.write(chunk)
 
         def _send_headers(self, status: int, headers: dict) -> None:
             self.send_response(status)

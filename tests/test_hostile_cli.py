@@ -3,6 +3,7 @@
 Cleanly means: the documented exit code, one line on stderr that says what to do, no traceback, a complete
 trace (every line JSON, `run_end` last).
 """
+import importlib.util
 import json
 import os
 import pty
@@ -91,6 +92,63 @@ def test_a_key_from_the_environment_never_goes_to_a_base_url_from_dotenv(server,
     assert "not sent to" in err and "./.env" in err
 
 
+def test_a_dotenv_that_chooses_the_endpoint_says_so_once(server, workspace, capsys):
+    (workspace / ".env").write_text(f"AGENT_BASE_URL={server.url}\nAGENT_MODEL=m\n")
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "task"]) == 0
+    line = one_line(capsys.readouterr().err)
+    assert line == (f"agent: note: the endpoint {server.url} is chosen by AGENT_BASE_URL in ./.env, a file of this "
+                    "folder that may have come with a cloned repository: the task and what the tools read go there; "
+                    "pass --base-url or --local to choose")
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "--base-url", server.url, "task"]) == 0  # a flag chose it: nothing to say
+    assert capsys.readouterr().err == ""
+
+
+def test_a_dotenv_cannot_copy_your_key_beside_its_base_url(server, workspace, capsys, monkeypatch):
+    (workspace / ".env").write_text(f"AGENT_BASE_URL={server.url}\nAGENT_MODEL=m\nAGENT_API_KEY=${{OPENAI_API_KEY}}\n"
+                                    "OPENAI_BASE_URL=${AGENT_BASE_URL}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-secret")
+    server.reply(action(answer="ok"))
+    assert main(["--quiet", "task"]) == 0
+    assert "sk-real-secret" not in json.dumps(server.requests[0]["headers"])
+    assert server.requests[0]["headers"]["authorization"] == "Bearer ${OPENAI_API_KEY}"  # the text, not expanded
+
+
+@pytest.mark.parametrize("kind", ["huge", "fifo", "folder"])
+def test_a_dotenv_that_is_no_settings_file_ends_cleanly(server, workspace, capsys, kind):
+    path = workspace / ".env"
+    if kind == "huge":
+        path.write_text("# padding\n" * 200_000)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    server.reply(action(answer="ok"))
+    code = main(["--quiet", "--base-url", server.url, "--model", "m", "task"])
+    err = capsys.readouterr().err
+    if kind == "huge":
+        assert code == 2 and one_line(err) == f"agent: {path} is larger than 1,000,000 bytes, which is no settings " \
+                                              "file; fix or remove it" and server.requests == []
+    else:  # not read (a FIFO would wait for a writer)
+        assert code == 0 and err == ""
+
+
+def test_a_dotenv_chooses_neither_the_model_file_nor_the_cache_folder(workspace, capsys, monkeypatch):
+    """A cloned repository's ./.env may not pick the GGUF file llama.cpp loads, nor where the model is assembled;
+    the environment may (checked before llama-cpp-python is needed)."""
+    if importlib.util.find_spec("llama_cpp"):
+        pytest.skip("with the local extra installed, this would load the embedded model")
+    (workspace / ".env").write_text(f"AGENT_MODEL_PATH={workspace / 'theirs.gguf'}\n"
+                                    f"AGENT_CACHE_DIR={workspace / 'their-cache'}\n")
+    assert main(["--local", "task"]) == 2
+    assert "needs llama-cpp-python" in one_line(capsys.readouterr().err)
+    monkeypatch.setenv("AGENT_MODEL_PATH", str(workspace / "yours.gguf"))
+    assert main(["--local", "task"]) == 2
+    assert "yours.gguf' does not exist" in one_line(capsys.readouterr().err)
+    assert sorted(p.name for p in workspace.iterdir()) == [".env"]
+
+
 def test_a_key_beside_its_base_url_is_sent(server, workspace, capsys, monkeypatch):
     (workspace / ".env").write_text("AGENT_API_KEY=sk-from-dotenv\nAGENT_MODEL=m\n")
     monkeypatch.setenv("AGENT_BASE_URL", server.url)
@@ -144,6 +202,49 @@ def test_hostile_suite_lines_are_usage_errors(server, workspace, capsys, line, e
     code = main(["eval", "suite.jsonl", "--base-url", server.url, "--model", "m"])
     text = one_line(capsys.readouterr().err)
     assert code == 2 and server.requests == [] and "line 1" in text and expected in text
+
+
+# --- the shell's read-only commands: nothing written, nothing read outside the workspace -----------------
+
+@pytest.mark.parametrize("flags", [["--read-only"], []])  # without --read-only: no terminal to ask either
+def test_read_only_shell_commands_neither_write_nor_read_outside_the_workspace(server, workspace, tmp_path_factory,
+                                                                               flags):
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.txt").write_text("the secret outside")
+    (workspace / "-xx").symlink_to(outside)
+    (workspace / "empty").mkdir()
+    (workspace / "victim.txt").write_text("keep me\n")
+    (workspace / "in.txt").write_text("a\n")
+    commands = ["uniq - victim.txt", "uniq -- in.txt -victim", "cat -- -xx/secret.txt", "uniq -- in.txt -xx/out.txt",
+                "diff -rN . empty", "wc -c -- -xx/secret.txt victim.txt"]
+    for command in commands:
+        server.reply(action("run_shell", command=command))
+    server.reply(action(answer="done"))
+    done = subprocess.run([sys.executable, "-m", "agent", "--base-url", server.url, "--model", "m", *flags, "task"],
+                          cwd=workspace, env=child_env(), capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+    assert (done.returncode, done.stdout) == (0, "done\n") and "Traceback" not in done.stderr
+    assert (workspace / "victim.txt").read_text() == "keep me\n" and not (workspace / "-victim").exists()
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    sent = json.dumps([r["body"] for r in server.requests])
+    assert "the secret outside" not in sent and "< keep me" in sent  # diff ran, on the workspace's own files
+    last = json.dumps(server.requests[-1]["body"]["messages"])
+    assert last.count("was not run" if flags else "the user declined") == 5
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "fifo"])
+def test_a_suite_that_is_a_device_or_a_fifo_is_a_usage_error_at_once(server, workspace, path):
+    if path == "fifo":
+        os.mkfifo(workspace / "fifo")
+
+    def small_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+    done = subprocess.run([sys.executable, "-m", "agent", "eval", path, "--list"], cwd=workspace, env=child_env(),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, preexec_fn=small_memory)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"agent: suite {path!r} is not a regular file (a folder, a device or a FIFO); pass a JSONL " \
+                          "file\n"
 
 
 # --- odd text from the model: lone surrogates, escape sequences ---------------------------------------

@@ -87,6 +87,19 @@ def test_a_string_enum_in_the_grammar_takes_any_string_for_the_reask_to_correct(
     assert grammar["n"] == '"1" | "\\"two\\""'  # not all strings: exactly the values, as before
 
 
+def test_only_small_schemas_have_their_grammar_kept():
+    """agent serve's clients may send schemas of megabytes: their grammars are not kept after the call."""
+    pytest.importorskip("llama_cpp")
+    from agent.models.local_grammar import MAX_KEPT_SCHEMA, _kept_grammar
+
+    small = json.dumps({"type": "object", "properties": {"a": {"type": "string"}}})
+    large = json.dumps({"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(5000)}})
+    assert len(small) <= MAX_KEPT_SCHEMA < len(large)
+    _kept_grammar.cache_clear()
+    assert gbnf(large) == gbnf(large) and gbnf(small) == gbnf(small)
+    assert _kept_grammar.cache_info().currsize == 1
+
+
 def test_a_schema_llama_cpp_cannot_convert_is_an_error_not_unconstrained_json():
     pytest.importorskip("llama_cpp")
     with pytest.raises(ModelError, match="cannot constrain replies by this JSON Schema.*drop --constrain"):

@@ -250,6 +250,39 @@ def test_agent_toml_in_the_current_folder_needs_approval(workspace, capsys):
     assert "here_add" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("where", ["elsewhere", "config folder"])
+def test_agent_toml_in_the_current_folder_asks_first_whatever_it_links_to(workspace, tmp_path_factory, where):
+    """A link named agent.toml (to a file anywhere, even one in your configuration folder under another name)
+    is the current folder's file: with no terminal to ask, its servers are not started."""
+    started = workspace / "pids"
+    folder = (Path(os.environ["XDG_CONFIG_HOME"]) / "prompt-protocol-agent" if where == "config folder"
+              else tmp_path_factory.mktemp("elsewhere"))
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "servers.toml"
+    target.write_text(f'[mcp.servers.here]\ncommand = {json.dumps(sys.executable)}\n'
+                      f'args = {json.dumps([DEMO, "--pid-file", str(started)])}\n')
+    (workspace / "agent.toml").symlink_to(target)
+    done = subprocess.run([sys.executable, "-m", "agent", "tools", "--tools", "none"], cwd=workspace,
+                          env={**child_env(), "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]}, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL, start_new_session=True)
+    assert done.returncode == 0 and "here_add" not in done.stdout and "Traceback" not in done.stderr
+    assert f"the MCP servers of {workspace / 'agent.toml'} were not started (pass --yes" in done.stderr
+    assert f"refused, with no terminal to ask: starting the MCP servers of {workspace / 'agent.toml'}, a link to " \
+           f"{target}" in done.stderr
+    assert pids(started) == []
+
+
+def test_a_link_in_the_current_folder_to_your_own_agent_toml_is_yours(workspace, capsys):
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "prompt-protocol-agent"
+    folder.mkdir(parents=True)
+    (folder / "agent.toml").write_text(f'[mcp.servers.calc]\ncommand = {json.dumps(sys.executable)}\n'
+                                       f'args = [{json.dumps(DEMO)}]\n')
+    (workspace / "agent.toml").symlink_to(folder / "agent.toml")
+    assert main(["tools", "--tools", "none"]) == 0
+    out, err = capsys.readouterr()
+    assert out.count("- calc_add(a: integer, b: integer)") == 1 and "were not started" not in err
+
+
 @pytest.mark.parametrize("text, problem", [
     ("[mcp.servers.x\n", "not valid TOML"),
     ('[mcp.servers.x]\nargs = ["a"]\n', "mcp.servers.x: 'command' is a required property"),

@@ -1,4 +1,5 @@
 """todo_write keeps the run's plan; remember keeps dated notes in a file between runs."""
+import os
 import threading
 from datetime import date
 
@@ -77,3 +78,18 @@ def test_notes_remembered_at_once_are_all_kept(tmp_path):
 def test_an_unwritable_memory_file_is_an_error_result(tmp_path):
     registry = Registry([Memory(tmp_path / "no-such-folder" / "memory.md").tool])
     assert registry.call("remember", {"note": "x"}).text.startswith("error: cannot write the memory file")
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "folder"])
+def test_a_memory_file_that_is_no_regular_file_is_an_error_at_once(tmp_path, special):
+    """Library use, or a file swapped after the command line checked it: neither waits nor reads without end."""
+    path = {"fifo": tmp_path / "fifo", "/dev/zero": "/dev/zero", "folder": tmp_path}[special]
+    if special == "fifo":
+        os.mkfifo(path)
+    memory, outcome = Memory(path), []
+    reader = threading.Thread(target=lambda: outcome.append(Registry([memory.tool]).call("remember", {"note": "x"})),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert outcome and outcome[0].text == f"error: the memory file {str(path)!r} is not a regular file (a device, a " \
+                                          "FIFO or a folder); use a file, like memory.md"

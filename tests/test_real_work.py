@@ -3,6 +3,7 @@ import json
 import os
 import pty
 import re
+import resource
 import select
 import subprocess
 import sys
@@ -243,6 +244,27 @@ def test_a_second_run_sees_what_the_first_remembered(server, workspace, capsys):
     server.reply(action(answer="?"))
     assert run(server, "Where is the budget?", capsys=capsys)[0] == 0  # without --memory: no notes, no tool
     assert "budget.txt" not in system_prompt(server.requests[3]) and "remember" not in system_prompt(server.requests[3])
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo", "link to /dev/zero"])
+def test_a_memory_file_that_is_a_device_or_a_fifo_is_a_usage_error_at_once(server, workspace, special):
+    """/dev/zero once read until memory ran out, and a FIFO waited for a writer: both end at once, in a child
+    whose memory is capped."""
+    if special == "fifo":
+        os.mkfifo(workspace / "fifo")
+    elif special.startswith("link"):
+        (workspace / "link").symlink_to("/dev/zero")
+    path = {"fifo": "fifo", "/dev/zero": "/dev/zero"}.get(special, "link")
+
+    def small_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+    started = time.monotonic()
+    done = agent(server, "--memory", path, "task", cwd=workspace, preexec_fn=small_memory)
+    assert time.monotonic() - started < 30
+    assert (done.returncode, done.stdout, server.requests) == (2, "", [])
+    assert done.stderr == f"agent: --memory {path!r} is not a regular file (a device or a FIFO): its notes cannot be " \
+                          "read or kept there; pass a file, like --memory memory.md\n"
 
 
 def test_a_memory_file_in_a_missing_folder_or_a_folder_is_a_usage_error(server, workspace, capsys):

@@ -1,6 +1,7 @@
 """`agent serve` in front of the scripted upstream, driven by the real openai SDK as its client."""
 import asyncio
 import json
+import select
 import signal
 import socket
 import subprocess
@@ -252,6 +253,267 @@ def test_a_hostile_body_gets_an_openai_style_error(served, content, status, says
     assert response.status_code == status
     error = response.json()["error"]
     assert says in error["message"] and error["type"] == "invalid_request_error"
+
+
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def asks(words: str):
+    """Whether an upstream request carries the client's question ``words``."""
+    return lambda body: words in json.dumps(body["messages"][1:])
+
+
+@pytest.mark.parametrize("slow", ["thinks after the headers", "sends nothing until it has begun"])
+def test_clients_that_leave_stop_their_upstream_calls_and_hold_no_one_up(slow):
+    """40 clients leave 0.2 s after asking; the upstream calls they got to are dropped at the upstream's first
+    piece of answer (the upstream sees its client leave), and a request made meanwhile is answered at once."""
+    waits = {"first": 2.0} if slow == "thinks after the headers" else {"delay": 2.0}
+    with ScriptedServer() as upstream, serving("--upstream-url", upstream.url, "--model", "m", "--timeout",
+                                                "30") as (url, _, said):
+        upstream.answer_when(asks("leaving"), action(answer="too late for anyone"), pause=0.3, **waits)
+        upstream.answer_when(asks("staying"), action(answer="on time"))
+
+        def leave():
+            with pytest.raises(httpx.TimeoutException):
+                httpx.post(f"{url}/chat/completions", timeout=0.2,
+                           json={"messages": [{"role": "user", "content": "leaving"}], "tools": TOOLS})
+
+        leaving = [threading.Thread(target=leave) for _ in range(40)]
+        for thread in leaving:
+            thread.start()
+        for thread in leaving:
+            thread.join(timeout=10)
+        time.sleep(0.3)  # every request they got to make is made
+        started = time.monotonic()
+        answer = httpx.post(f"{url}/chat/completions", timeout=20,
+                            json={"messages": [{"role": "user", "content": "staying"}], "tools": TOOLS})
+        assert answer.json()["choices"][0]["message"]["content"] == "on time"
+        assert time.monotonic() - started < 1.5  # not behind the others, whose upstream calls take 2 s to begin
+        made = [r for r in upstream.requests if asks("leaving")(r["body"])]
+        assert len(made) >= 10  # (a client that left before its call began cost none)
+        assert wait_for(lambda: all(r.get("left") for r in made), 10)  # each call stopped
+        assert len(upstream.requests) == len(made) + 1  # and none re-asked
+        assert "Traceback" not in said()
+
+
+def test_a_streamed_pass_through_whose_client_left_closes_its_upstream_connection(up):
+    with serving("--upstream-url", up.url, "--model", "m", "--timeout", "20") as (url, _, said):
+        up.reply("a long answer " * 30, pause=0.25)  # about 100 pieces: 25 s
+        with httpx.stream("POST", f"{url}/chat/completions", timeout=20,
+                          json={"messages": [{"role": "user", "content": "hi"}], "stream": True}) as response:
+            assert next(line for line in response.iter_lines() if line.startswith("data:"))
+        left = time.monotonic()
+        assert wait_for(lambda: up.requests[0].get("left"), 10)
+        assert time.monotonic() - left < 3  # at the upstream's next piece, long before --timeout
+        assert "Traceback" not in said()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_that_leaves_during_a_passed_through_request_stops_it(up, stream):
+    """Unstreamed, the upstream sends its answer slowly (headers at once, then a byte each 0.05 s); streamed, it
+    thinks for a second before its first piece: either way it sees its client leave soon after ours did."""
+    with serving("--upstream-url", up.url, "--model", "m", "--timeout", "20") as (url, _, said):
+        if stream:
+            up.reply("slow", first=1.0, pause=0.5)
+        else:
+            up.respond(200, {"choices": [{"message": {"role": "assistant", "content": "slow " * 50}}]}, trickle=0.05)
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(f"{url}/chat/completions", timeout=0.3, json={
+                "messages": [{"role": "user", "content": "hi"}], "stream": stream})
+        left = time.monotonic()
+        assert wait_for(lambda: up.requests and up.requests[0].get("left"), 10)
+        assert time.monotonic() - left < 3
+        assert "Traceback" not in said()
+
+
+def test_a_client_that_leaves_while_sending_its_body_costs_nothing(up):
+    with serving("--upstream-url", up.url, "--model", "m") as (url, _, said):
+        host, port = url.split("//")[1].split("/")[0].split(":")
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n{\"messages\": [")
+            time.sleep(0.3)
+        assert httpx.get(f"{url}/models", timeout=10).status_code == 200
+        assert up.requests == [] and "Traceback" not in said() and "Exception" not in said()
+
+
+@pytest.fixture(scope="module")
+def strict(upstream):
+    """`agent serve` with a 2 s client timeout and 4 connections at most: (host, port, base URL, its stderr)."""
+    with serving("--upstream-url", upstream.url, "--model", "m", "--client-timeout", "2",
+                 "--max-connections", "4") as (url, _, said):
+        host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+        yield host, int(port), url, said
+
+
+def answered_within(sock: socket.socket, seconds: float) -> tuple[bytes, float]:
+    """What the server sends before it closes the connection, and after how long (at most ``seconds``)."""
+    sock.settimeout(seconds)
+    started, got = time.monotonic(), b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return got, time.monotonic() - started
+
+
+def dribble(sock: socket.socket, data: bytes, pause: float) -> None:
+    """Send ``data`` a byte each ``pause`` seconds, until the server answers (or 10 s have passed)."""
+    deadline = time.monotonic() + 10
+    for byte in data:
+        if select.select([sock], [], [], 0)[0] or time.monotonic() > deadline:
+            return
+        sock.sendall(bytes([byte]))
+        time.sleep(pause)
+
+
+HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize("sent, status", [
+    (b"", b"408"),  # a connection that sends nothing
+    (HEAD, b"408"),  # headers that never end
+    (HEAD + b"Content-Length: 500\r\n\r\n" + b'{"messages": [', b"408"),  # a body that never ends
+])
+def test_a_slow_client_is_answered_and_cut_off_at_the_client_timeout(strict, up, sent, status):
+    host, port, _, said = strict
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(sent)
+        got, waited = answered_within(sock, 10)
+    assert got.startswith(b"HTTP/1.1 " + status) and 1.5 < waited < 5
+    assert json.loads(got.split(b"\r\n\r\n", 1)[1])["error"]["message"]
+    assert up.requests == [] and "Traceback" not in said()
+
+
+def test_a_body_sent_a_byte_a_second_is_cut_off_at_the_client_timeout(strict, up):
+    host, port, _, said = strict
+    body = json.dumps({"messages": QUESTION, "tools": TOOLS}).encode()
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(body))
+        started = time.monotonic()
+        dribble(sock, body, 0.5)
+        got, _ = answered_within(sock, 5)
+    assert got.startswith(b"HTTP/1.1 408") and b"the request body did not arrive within 2 s" in got
+    assert time.monotonic() - started < 8 and up.requests == []
+
+
+def test_headers_sent_a_byte_at_a_time_get_no_more_time_than_any(strict, up):
+    host, port, _, said = strict
+    with socket.create_connection((host, port)) as sock:
+        started = time.monotonic()
+        dribble(sock, HEAD * 10, 0.2)
+        got, _ = answered_within(sock, 5)
+    assert got.startswith(b"HTTP/1.1 408") and time.monotonic() - started < 5 and up.requests == []
+
+
+def test_an_idle_connection_after_an_answer_closes_after_the_keep_alive_time(strict):
+    host, port, _, _ = strict
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, waited = answered_within(sock, 15)
+    assert got.startswith(b"HTTP/1.1 200") and 4 < waited < 10
+
+
+def test_headers_without_end_are_refused_before_they_cost_memory(strict):
+    host, port, url, _ = strict
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")
+        with pytest.raises(OSError):  # the server stops reading and closes
+            for number in range(2000):
+                sock.sendall(b"X-Padding-%d: %s\r\n" % (number, b"a" * 50_000))
+        got, _ = answered_within(sock, 5)
+    assert got == b"" or got.startswith(b"HTTP/1.1 431")
+    assert httpx.get(f"{url}/models", timeout=10).status_code == 200
+
+
+def test_connections_beyond_the_most_are_refused_at_once_and_the_others_served(strict, up):
+    host, port, url, said = strict
+    held = [socket.create_connection((host, port)) for _ in range(4)]
+    try:
+        time.sleep(0.2)
+        with socket.create_connection((host, port)) as extra:
+            got, waited = answered_within(extra, 5)
+        assert got.startswith(b"HTTP/1.1 503") and b"4 connections open, the most it takes" in got and waited < 1
+    finally:
+        for sock in held:
+            sock.close()
+    up.replies(action(answer="room again"))
+    response = httpx.post(f"{url}/chat/completions", json={"messages": QUESTION, "tools": TOOLS}, timeout=10)
+    assert response.status_code == 200, response.text
+
+
+def test_a_client_that_stops_reading_a_relayed_stream_is_cut_off_and_the_upstream_let_go(strict, up):
+    """The upstream streams about 4 MB at once; the client reads none of it."""
+    host, port, _, said = strict
+    up.reply("x" * 4_000_000)
+    request = json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+    with socket.create_connection((host, port)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(request) + request)
+        assert wait_for(lambda: up.requests and up.requests[0].get("left"), 15)  # the upstream was let go
+    assert "Traceback" not in said()
+
+
+def rss(pid: int) -> int:
+    """A process's resident memory, in bytes."""
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_small_request_that_would_expand_into_a_huge_one_is_refused_at_once_and_leaves_no_memory_behind(up):
+    from tests.test_serve_translate import HUGE_DESCRIPTION, LONG_ENUM
+
+    with serving("--upstream-url", up.url, "--model", "m", "--constrain") as (url, child, _):
+        up.replies(action(answer="warm"), action(answer="still here"))
+        httpx.post(f"{url}/chat/completions", json={"messages": QUESTION, "tools": TOOLS}, timeout=20)
+        before = rss(child.pid)
+        for tool in [HUGE_DESCRIPTION, LONG_ENUM] * 3:
+            body = json.dumps({"messages": QUESTION, "tools": [tool]}).encode()
+            assert len(body) < 200_000
+            started = time.monotonic()
+            response = httpx.post(f"{url}/chat/completions", content=body, timeout=20)
+            assert time.monotonic() - started < 10 and response.status_code == 400
+            assert response.json()["error"]["param"] == "tools[0].function.parameters"
+            assert "too large once its $refs are inlined" in response.json()["error"]["message"]
+        assert len(up.requests) == 1  # none of them reached the upstream
+        assert rss(child.pid) - before < 100 * 2**20
+        answer = httpx.post(f"{url}/chat/completions", json={"messages": QUESTION, "tools": TOOLS}, timeout=20)
+        assert answer.json()["choices"][0]["message"]["content"] == "still here"
+
+
+def deep_parameters(levels: int) -> bytes:
+    schema = '{"type": "object", "properties": {"x": ' * levels + "{}" + "}}" * levels
+    return (f'{{"messages": {json.dumps(QUESTION)}, "tools": [{{"type": "function", "function": {{"name": "f", '
+            f'"parameters": {schema}}}}}]}}').encode()
+
+
+ANSWERED = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]}
+
+
+@pytest.mark.parametrize("content, param", [
+    (json.dumps({"messages": [*QUESTION, ANSWERED, {"role": "tool", "tool_call_id": {"id": "c1"}, "content": "3"}],
+                 "tools": TOOLS}).encode(), "messages[2].tool_call_id"),
+    (json.dumps({"messages": [*QUESTION, ANSWERED, {"role": "tool", "tool_call_id": ["c1"], "content": "3"}],
+                 "tools": TOOLS}).encode(), "messages[2].tool_call_id"),
+    (deep_parameters(450), "tools[0].function.parameters"),  # 900 objects deep
+    (deep_parameters(100), "tools[0].function.parameters"),
+    (json.dumps({"messages": QUESTION, "tools": TOOLS, "temperature": {"hot": True}}).encode(), "temperature"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "tools": [], "temperature": NaN}', None),
+])
+def test_a_request_of_the_wrong_types_is_a_400_naming_the_field(served, up, content, param):
+    response = httpx.post(f"{served[0]}/chat/completions", content=content, timeout=20,
+                          headers={"content-type": "application/json"})
+    error = response.json()["error"]
+    assert response.status_code == 400 and error["param"] == param and error["type"] == "invalid_request_error"
+    assert param is not None or "NaN is not a JSON number" in error["message"]
+    assert up.requests == []
 
 
 def test_a_body_without_a_length_is_capped_as_it_arrives(served):

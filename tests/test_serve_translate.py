@@ -6,8 +6,9 @@ import pytest
 from agent.models import Reply
 from agent.parsing import ParseError, parse_action
 from agent.protocols import PromptProtocol
-from agent.serve.translate import (MAX_TOOLS, RequestError, chunks, completion, conversation, passed_on, tool_registry,
-                                   translate)
+from agent.serve import translate as translation
+from agent.serve.translate import (CACHED_CHARS, MAX_TOOLS, RequestError, chunks, completion, conversation, passed_on,
+                                   plain, tool_registry, translate)
 
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two numbers.", "parameters": {
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}
@@ -191,8 +192,46 @@ EXPLODING = {"type": "function", "function": {"name": "boom", "parameters": {
     "type": "object", "properties": {"x": {"$ref": "#/$defs/L0"}}}}}
 
 
+def one_def_referred_to(definition: dict, times: int) -> dict:
+    """A tool whose parameters refer ``times`` to one $defs entry: a small request that inlines into a big one."""
+    return {"type": "function", "function": {"name": "wide", "parameters": {
+        "type": "object", "$defs": {"Big": definition},
+        "properties": {f"p{i}": {"$ref": "#/$defs/Big"} for i in range(times)}}}}
+
+
+def nested(levels: int, leaf=None) -> dict:
+    schema = {} if leaf is None else leaf
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"x": schema}}
+    return schema
+
+
+def function(parameters: dict, name: str = "f", description: str = "") -> dict:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+HUGE_DESCRIPTION = one_def_referred_to({"type": "string", "description": "d" * 100_000}, 1000)  # 131 kB, 100 MB
+LONG_ENUM = one_def_referred_to({"type": "string", "enum": [f"value-{i:06d}" for i in range(10_000)]}, 200)
+DEEP_DEFAULT = {"type": "object", "properties": {"x": {"type": "array", "default": json.loads("[" * 200 + "]" * 200)}}}
+
+
 @pytest.mark.parametrize("body, says, param", [
     ("not an object", "the body must be a JSON object", None),
+    (request(tools=[HUGE_DESCRIPTION]), "too large once its $refs are inlined: over 1,000,000 characters",
+     "tools[0].function.parameters"),
+    (request(tools=[LONG_ENUM]), "too large once its $refs are inlined", "tools[0].function.parameters"),
+    (request(tools=[function({"type": "object"}, f"t{i}", "d" * 20_000) for i in range(101)]),
+     "the tools' documentation would make a system prompt of", "tools"),
+    (request(tools=[function(nested(450))]), "is nested more than 64 levels deep", "tools[0].function.parameters"),
+    (request(tools=[function(nested(40))]), "is nested more than 64 levels deep", "tools[0].function.parameters"),
+    (request(tools=[function(DEEP_DEFAULT)]), "is nested more than 64 levels deep", "tools[0].function.parameters"),
+    (request(tools=[function({"type": "object", "$defs": {"X": 1}, "properties": {"a": {"$ref": "#/$defs/X"}}})]),
+     "$defs.X is not a schema object", "tools[0].function.parameters"),
+    (request(temperature="hot"), "temperature must be a number", "temperature"),
+    (request(top_p=[1]), "top_p must be a number", "top_p"),
+    (request(max_tokens=0), "max_tokens must be a whole number of at least 1", "max_tokens"),
+    (request(max_completion_tokens=2.5), "max_completion_tokens must be a whole number", "max_completion_tokens"),
+    (request(seed=True), "seed must be a whole number", "seed"),
     (request(tools="add"), "tools must be a non-empty array", "tools"),
     (request(tools=[ADD] * 2), "a tool named 'add' is already registered", "tools[1]"),
     (request(tools=[{"type": "function"}]), "tools[0] must be", "tools[0]"),
@@ -225,6 +264,10 @@ EXPLODING = {"type": "function", "function": {"name": "boom", "parameters": {
     (request(messages=[USER, TOOL_MESSAGE]), "messages[1] is a tool message that answers no tool call", "messages[1]"),
     (request(messages=[USER, assistant_calls(("c1", "add", {"a": 1, "b": 2})), TOOL_MESSAGE]),
      "tool_call_id 'c9', which answers no (other) tool call", "messages[2]"),
+    (request(messages=[USER, assistant_calls(("c1", "add", {"a": 1, "b": 2})), {**TOOL_MESSAGE, "tool_call_id": {}}]),
+     "messages[2].tool_call_id must be a string", "messages[2].tool_call_id"),
+    (request(messages=[USER, assistant_calls(("c1", "add", {"a": 1, "b": 2})), {**TOOL_MESSAGE, "tool_call_id": ["c1"]}]),
+     "messages[2].tool_call_id must be a string", "messages[2].tool_call_id"),
     (request(messages=[USER, assistant_calls(("c1", "add", {"a": 1, "b": 2})), USER]),
      "the tool call 'c1' has no tool message answering it", "messages"),
     (request(messages=[USER, {"role": "assistant", "tool_calls": [
@@ -241,6 +284,86 @@ def test_a_request_that_does_not_fit_is_refused_with_what_to_fix(body, says, par
         translate(body)
     assert says in caught.value.message
     assert caught.value.param == param and caught.value.status == 400
+
+
+@pytest.mark.parametrize("schema, says", [
+    ({"type": "object", "properties": {"s": {"type": "string", "maxLength": 10**9}}}, "maxLength 1000000000 is over"),
+    ({"type": "object", "properties": {"s": {"type": "array", "minItems": 200_000}}}, "minItems 200000 is over"),
+    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a{3,5000000}$"}}},
+     "the pattern repeats 5,000,000 times"),
+])
+def test_constrained_replies_refuse_repetitions_a_grammar_would_spell_out(schema, says):
+    body = request(tools=[function(schema)])
+    assert translate(body).protocol.options == {}  # unconstrained, the bound is only checked in the reply
+    with pytest.raises(RequestError) as caught:
+        translate(body, constrain=True)
+    assert says in caught.value.message and caught.value.param == "tools[0].function.parameters"
+
+
+def test_the_protocols_kept_for_repeated_tools_stay_within_their_size():
+    for number in range(12):  # each about 0.9 MB of documentation once inlined
+        big = one_def_referred_to({"type": "string", "description": f"{number} " + "d" * 9000}, 95)
+        assert len(translate(request(tools=[big])).messages[0]["content"]) > 850_000
+    kept = translation._kept
+    assert sum(size for _, _, size in kept.values()) <= CACHED_CHARS and 0 < len(kept) < 12
+    again = one_def_referred_to({"type": "string", "description": "11 " + "d" * 9000}, 95)
+    assert translate(request(tools=[again])).protocol.registry is list(kept.values())[-1][0].registry  # the latest
+
+
+HOSTILE = [None, 7, -1.5, True, "x", "", [], {}, [None], {"a": {}}, json.loads("[" * 300 + "]" * 300)]
+
+
+def paths(value, path=()):
+    """Every place in a JSON value: (path, value)."""
+    yield path, value
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        yield from paths(child, (*path, key))
+
+
+def replaced(value, path, new):
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = replaced(value[path[0]], path[1:], new)
+    return copy
+
+
+def test_any_field_of_any_type_is_translated_or_a_400_naming_its_field():
+    base = request(messages=[{"role": "system", "content": "Be brief."}, USER,
+                             assistant_calls(("c1", "add", {"a": 2, "b": 3})),
+                             {"role": "tool", "tool_call_id": "c1", "content": "5"},
+                             {"role": "assistant", "content": [{"type": "text", "text": "5."}]}],
+                   tool_choice="auto", temperature=0.2, max_tokens=50, stream=False, parallel_tool_calls=True)
+    tried = 0
+    for path, _ in list(paths(base))[1:]:
+        for value in HOSTILE:
+            body = replaced(base, path, value)
+            tried += 1
+            try:
+                translate(body)
+            except RequestError as error:
+                assert error.status == 400 and "\n" not in error.message
+                assert error.param is not None and str(path[0]) == error.param.split(".")[0].split("[")[0], \
+                    (path, value, error.message, error.param)
+    assert tried > 500
+
+
+def test_any_field_of_a_request_without_tools_for_the_embedded_model_is_taken_or_a_400_naming_it():
+    """The embedded model has no pass-through: what it is given is checked here first."""
+    base = {"model": "m", "messages": [{"role": "system", "content": "Be brief."}, USER,
+                                       {"role": "user", "content": [{"type": "text", "text": "and?"}]}],
+            "temperature": 0.5, "max_tokens": 20, "stop": ["\n\n"], "response_format": {"type": "json_schema",
+                                                                                     "json_schema": {"schema": {}}}}
+    assert plain(base) == (base["messages"], {"temperature": 0.5, "max_tokens": 20, "stop": ["\n\n"],
+                                              "response_format": base["response_format"]})
+    for path, _ in list(paths(base))[1:]:
+        for value in HOSTILE:
+            try:
+                plain(replaced(base, path, value))
+            except RequestError as error:
+                assert error.param is not None and str(path[0]) == error.param.split(".")[0].split("[")[0], \
+                    (path, value, error.message, error.param)
 
 
 def test_a_huge_history_translates_in_bounded_time():

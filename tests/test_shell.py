@@ -3,6 +3,7 @@ import os
 import re
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -152,6 +153,18 @@ def test_without_an_approver_only_read_only_commands_run(ws):
     assert not (ws / "new.txt").exists()
 
 
+@pytest.fixture
+def outside(ws):
+    """A folder beside the workspace with a secret in it, and links to it from the workspace: `link` and `-xx`."""
+    folder = ws.parent / "outside"
+    folder.mkdir(exist_ok=True)
+    (folder / "secret.txt").write_text("secret")
+    (ws / "link").symlink_to(folder)
+    (ws / "-xx").symlink_to(folder)
+    (ws / "empty").mkdir()
+    return folder
+
+
 @pytest.mark.parametrize("command, reason", [
     ("cat /etc/hostname", "'/etc/hostname' is outside the workspace"),
     ("cat ../outside.txt", "'../outside.txt' is outside the workspace"),
@@ -159,26 +172,127 @@ def test_without_an_approver_only_read_only_commands_run(ws):
     ("ls ~", "is outside the workspace"),
     ("ls link/", "'link/' is outside the workspace"),
     ("cat link/secret.txt", "'link/secret.txt' is outside the workspace"),
-    ("grep -r x --exclude-from=/etc/hostname .", "'--exclude-from=/etc/hostname' is outside the workspace"),
+    ("cat -- -xx/secret.txt", "'-xx/secret.txt' is outside the workspace"),  # after --, an operand
+    ("head -n 3 -- -xx/secret.txt", "'-xx/secret.txt' is outside the workspace"),
+    ("grep -r secret -- -xx", "'-xx' is outside the workspace"),
+    ("echo link/*", "'link/*' is outside the workspace"),  # a wildcard is not expanded outside
+    ("echo /etc/host*", "'/etc/host*' is outside the workspace"),
+    ("wc -c l*", "'link' is outside the workspace"),  # nor used when it names a link that leads out
+    ("find . -newer /etc/hostname", "'/etc/hostname' is outside the workspace"),
+    ("grep -r x --exclude-from=/etc/hostname .", "grep --exclude-from can change files, run programs, read a file"),
+    ("grep -f /etc/hostname a.py", "grep -f can change files, run programs, read a file it names"),
     ("find . -exec rm {} +", "find -exec can change files"),
     ("find . -delete", "find -delete can change files"),
-    ("find -L . -name x", "find -L can change files, run programs or leave the workspace"),
+    ("find -L . -name x", "find -L can change files, run programs, read a file it names or leave the workspace"),
+    ("find . -fprint out.txt", "find -fprint can change files"),
+    ("find . -xtype f", "find -xtype can change files, run programs, read a file it names or leave the workspace"),
+    ("find . -printf %Y", "find -printf %Y follows links"),
     ("sort -o a.py b.py", "sort -o can change files"),
-    ("sort --out=a.py b.py", "sort --output can change files"),
+    ("sort -mo a.py b.py", "sort -o can change files"),  # in a cluster
+    ("sort --output=a.py b.py", "sort --output can change files"),
+    ("sort --out=a.py b.py", "sort --out is not an option run_shell knows to be read-only"),  # abbreviations ask
+    ("sort -T /tmp b.py", "sort -T can change files"),
     ("grep -Rn TODO .", "grep -R can change files"),
-    ("uniq a.py b.py", "uniq writes to its second file"),
+    ("uniq a.py b.py", "uniq writes to its operand 'b.py'"),
+    ("uniq - b.py", "uniq writes to its operand 'b.py'"),  # - is the (empty) standard input
+    ("uniq -- a.py -b.py", "uniq writes to its operand '-b.py'"),
+    ("uniq -- a.py -xx/out.txt", "uniq writes to its operand '-xx/out.txt'"),
+    ("tail -f a.py", "tail -f can change files"),
+    ("du -L .", "du -L can change files"),
+    ("ls -L link", "ls -L can change files"),
+    ("diff -l a.py b.py", "diff -l can change files, run programs"),
+    ("file -z a.py", "file -z can change files, run programs"),
+    ("cat --number=3 a.py", "cat --number takes no value"),
+    ("cat -x a.py", "cat -x is not an option run_shell knows to be read-only"),
+    ("cut --delimiter a.py fifo", "'fifo' is not a file or a folder (a FIFO"),  # a.py is the delimiter
+    ("pwd -P a.py", "pwd takes no operands here"),
 ])
-def test_read_only_commands_that_leave_the_workspace_or_write_ask_first(ws, command, reason):
-    outside = ws.parent / "outside"
-    outside.mkdir(exist_ok=True)
-    (outside / "secret.txt").write_text("secret")
-    (ws / "link").symlink_to(outside)
+def test_read_only_commands_that_leave_the_workspace_write_or_are_not_understood_ask_first(ws, outside, command,
+                                                                                          reason):
+    os.mkfifo(ws / "fifo")
     approve = Approver(False)
     text = shell(ws, approve)(command)
     assert text.startswith(f"error: the user declined to run {command!r}")
     assert len(approve.asked) == 1 and approve.asked[0].startswith(f"run_shell to run `{command}` (")
-    assert reason in approve.asked[0]
+    assert reason in approve.asked[0], approve.asked
     assert (ws / "a.py").exists() and (ws / "b.py").read_text() == "# TODO: two\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+@pytest.mark.parametrize("command, output", [
+    ("head -1 a.py", "# TODO: one"),
+    ("head -n1 -- a.py", "# TODO: one"),
+    ("tail -n +2 a.py", "print(1)"),
+    ("grep -c /etc a.py", "0"),  # the first operand is grep's pattern, not a file
+    ("grep -e /etc -c a.py", "0"),
+    ("grep -rn3 --include=*.py print .", "./a.py-1-# TODO: one\n./a.py:2:print(1)"),
+    ("grep --color=never -h two b.py", "# TODO: two"),
+    ("sort -r -k 1 -t : notes.txt a.py", "print(1)\nhello\n# TODO: one"),
+    ("uniq -c notes.txt", "      1 hello"),
+    ("cut -c1-3 notes.txt", "hel"),
+    ("wc -l -- a.py", "2 a.py"),
+    ("find . -name '*.py' -type f -newer notes.txt -o -name none -print", ""),
+    ("ls -1r --sort=extension a.py notes.txt", "notes.txt\na.py"),
+    ("echo ~ '*' link/x", f"{os.path.expanduser('~')} * link/x"),  # echo opens nothing: its words are text
+    ("stat -c %s notes.txt", "6"),
+    ("cat ~root/notes.txt", "cat: '~root/notes.txt': No such file or directory"),  # no shell: a name like any
+])
+def test_read_only_commands_with_options_they_are_known_to_read_with_run_at_once(ws, outside, command, output):
+    approve = Approver(False)
+    text = shell(ws, approve)(command)
+    assert approve.asked == [] and text.rsplit("\n(", 1)[0] == output or text.startswith("(no output") and not output
+
+
+def test_recursing_commands_do_not_follow_a_link_out_of_the_workspace(ws, outside):
+    (outside / "secret.txt").write_text("the secret outside")
+    (ws / "flink").symlink_to(outside / "secret.txt")
+    run, approve = shell(ws, Approver(False)), Approver(False)
+    for command in ["diff -rN . empty", "diff -N . empty", "diff --recursive --new-file . empty", "grep -r secret .",
+                    "grep -rl secret", "find . -name secret.txt", "ls -R", "du -a"]:
+        text = run(command)
+        assert "secret outside" not in text and "secret.txt" not in text, (command, text)
+    assert "< # TODO: one" in run("diff -rN . empty")  # the workspace's own files are compared
+    assert approve.asked == []
+
+
+@pytest.mark.parametrize("words, reason", [
+    (["-o", "out.html"], "tree -o can change files"),
+    (["-R"], "tree -R can change files"),
+    (["-l", "."], "tree -l can change files, run programs, read a file it names or leave the workspace"),
+    (["--fromfile", "list.txt"], "tree --fromfile can change files"),
+    (["-L", "2", "-P", "*.py", "--dirsfirst", "src"], None),
+])
+def test_tree_is_read_as_its_manual_says(words, reason):
+    """tree is not installed everywhere: how its words are read, without running it."""
+    from agent.tools.shell_commands import read
+
+    reading = read("tree", words, lambda path: True)
+    assert reading.reason == reason or reason in reading.reason
+    assert reason or reading.paths == ["src"]
+
+
+def options_row(name: str) -> str:
+    """The README's row for a read-only command: its short options, then its long ones."""
+    from agent.tools.shell_commands import COMMANDS, FIND_LEADING, FIND_PATHS, FIND_WORDS
+
+    if name == "find":
+        words = [w if n == 0 else f"{w} X" for w, n in FIND_WORDS.items()] + [f"{w} FILE" for w in FIND_PATHS]
+        return f"| `find` | `{' '.join(FIND_LEADING)}` | `{' '.join(words)}` |"
+    command = COMMANDS[name]
+    short = ([f"-{command.flags}"] if command.flags else []) + [f"-{letter} X" for letter in command.takes]
+    short += ["-N"] if command.counts else []
+    long = ([f"--{option}" for option in command.long.split()] + [f"--{o}=X" for o in command.long_takes.split()]
+            + [f"--{option}[=X]" for option in command.long_may_take.split()])
+    return f"| `{name}` | {' '.join(f'`{o}`' for o in short) or '(none)'} | {' '.join(long) or '(none)'} |"
+
+
+def test_the_readme_lists_exactly_the_options_each_read_only_command_runs_with_unasked():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if re.match(r"\| `[a-z]+` \| ", line)]
+    shown = {row.split("`")[1]: "|".join(row.split("|")[:4]) + "|" for row in rows}
+    assert set(shown) == set(READ_ONLY)
+    for name in READ_ONLY:
+        assert shown[name] == options_row(name), name
 
 
 def test_a_program_of_the_workspace_named_like_a_read_only_one_asks_first(ws):

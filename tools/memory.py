@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from datetime import date
 from pathlib import Path
@@ -28,17 +29,24 @@ class Memory:
             hint="Use remember only for what a later run will need; the notes of earlier runs are shown above.")
 
     def read(self) -> str:
-        """The newest whole lines of the file that fit the cap; empty when there is no file yet."""
+        """The newest whole lines of the file that fit the cap; empty when there is no file yet. Only a regular
+        file is read (a FIFO would wait for a writer, /dev/zero never ends), and only its last bytes."""
+        most = 4 * self.max_chars  # UTF-8 takes at most 4 bytes a character
         try:
-            with open(self.path, "rb") as file:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise ToolError(f"the memory file {str(self.path)!r} is not a regular file (a device, a FIFO or a "
+                                "folder); use a file, like memory.md")
+            with os.fdopen(fd, "rb") as file:
                 size = file.seek(0, os.SEEK_END)
-                file.seek(max(0, size - 4 * self.max_chars))  # UTF-8 takes at most 4 bytes a character
-                lines = file.read().decode("utf-8", errors="replace").splitlines()
+                file.seek(max(0, size - most))
+                lines = file.read(most).decode("utf-8", errors="replace").splitlines()
         except FileNotFoundError:
             return ""
         except OSError as error:
             raise ToolError(f"cannot read the memory file: {error.strerror or error}") from None
-        return _newest(lines[1:] if size > 4 * self.max_chars else lines, self.max_chars)
+        return _newest(lines[1:] if size > most else lines, self.max_chars)
 
     def remember(self, note: str) -> str:
         note = " ".join(note.split())

@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -17,28 +18,17 @@ from typing import Callable, Mapping
 
 from .files import Workspace
 from .registry import Tool, ToolError, tool
+from .shell_commands import READ_ONLY, read
 
-READ_ONLY = ("ls", "cat", "head", "tail", "wc", "grep", "find", "pwd", "echo", "sort", "uniq", "cut", "diff", "stat",
-             "file", "du", "tree")
 TIMEOUT = 30.0  # seconds
 MAX_COMMAND = 10_000  # characters of one command line
 MAX_MATCHES = 1_000  # paths one wildcard may expand to
 KEEP_HEAD, KEEP_TAIL = 750_000, 250_000  # bytes of output kept (the loop cuts it further, to --max-output)
 MAX_OUTPUT = 20_000_000  # bytes of output after which the command is stopped
 
-# Options that let a read-only command write, run another program, or follow links out of the workspace. A long
-# option matches its GNU abbreviations too (--out for --output); a short one anywhere in a cluster (-rRn).
-UNSAFE_OPTIONS = {
-    "find": {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-L",
-             "-follow", "-files0-from"},
-    "sort": {"-o", "--output", "--compress-program", "--files0-from"},
-    "tree": {"-o", "-R", "-l", "--fromfile"},
-    "grep": {"-R", "--dereference-recursive"},
-    "du": {"-L", "--dereference", "--files0-from"},
-    "wc": {"--files0-from"},
-    "file": {"-C", "--compile", "-f", "--files-from"},
-    "ls": {"-L", "--dereference"},
-}
+# variables that change how the read-only commands read their words (POSIXLY_CORRECT: options end at the first
+# operand), left out of their environment
+_PARSING = ("POSIXLY_CORRECT", "_POSIX2_VERSION", "GREP_OPTIONS")
 _SECRET = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|PASSWORD)(_|$)", re.IGNORECASE)
 _WILDCARDS = {"*": "\ue000", "?": "\ue001", "[": "\ue002"}  # unquoted ones, marked before shlex splits the words
 _HOME = "\ue003"  # an unquoted ~ that begins a word
@@ -65,19 +55,23 @@ class Shell:
         self.environ = without_secrets(os.environ if environ is None else environ)
 
     def run_shell(self, command: str) -> str:
-        argv = self.words(command)
+        argv, expanded = self.words(command)
         program = self.program(argv[0])
-        reason = self.needs_approval(argv, program)
+        reason, added = self.needs_approval(argv, program, expanded)
         if reason and self.approve is None:
             raise ToolError(f"{command!r} was not run: {reason}, and this run allows only read-only commands "
                             f"inside the workspace ({', '.join(READ_ONLY)})")
         if reason and not self.approve(f"run_shell to run `{command}` ({reason})"):
             raise ToolError(f"the user declined to run {command!r}; try another way, or ask the user to run it")
-        return self.execute(argv, program)
+        if reason:
+            return self.execute(argv, program, self.environ)
+        environ = {name: value for name, value in self.environ.items() if name not in _PARSING}
+        return self.execute([argv[0], *added, *argv[1:]], program, environ)
 
-    def words(self, command: str) -> list[str]:
-        """The command's words, its wildcards and a leading ~ expanded as a shell would; what only a shell could
-        run (pipes, redirections, lists, substitutions, variables) is refused."""
+    def words(self, command: str) -> tuple[list[str], list[str]]:
+        """The command's words, its wildcards and a leading ~ expanded as a shell would; and the words that came
+        from a wildcard (paths, whatever the command). What only a shell could run (pipes, redirections, lists,
+        substitutions, variables) is refused."""
         if not command.strip():
             raise ToolError("the command is empty; send one command, like ls -la")
         if len(command) > MAX_COMMAND:
@@ -90,14 +84,24 @@ class Shell:
             raise ToolError(f"cannot parse the command ({error}): check its quotes") from None
         if not words:
             raise ToolError("the command is empty; send one command, like ls -la")
-        return [expanded for word in words for expanded in self._expand(word)]
+        argv, expanded = [], []
+        for word in words:
+            found, wild = self._expand(word)
+            argv += found
+            expanded += found if wild else []
+        return argv, expanded
 
-    def _expand(self, word: str) -> list[str]:
+    def _expand(self, word: str) -> tuple[list[str], bool]:
+        """The word's expansion, and whether it had wildcards. A pattern whose folder is outside the workspace is
+        not expanded (nothing outside is listed before the user says so): the word stays as written."""
         home = str(Path.home()) if word.startswith(_HOME) else ""
         word = word[1:] if home else word
         literal = home + word.translate(_UNMARK)
         if not any(mark in word for mark in _WILDCARDS.values()):
-            return [literal]
+            return [literal], False
+        folder = os.path.dirname(re.split(f"[{''.join(_WILDCARDS.values())}]", home + word)[0])
+        if self._outside(folder or "."):
+            return [literal], True
         parts = re.split(f"([{''.join(_WILDCARDS.values())}])", word)
         pattern = glob.escape(home) + "".join(p.translate(_UNMARK) if p in _WILDCARDS.values() else glob.escape(p)
                                               for p in parts)
@@ -105,7 +109,7 @@ class Shell:
         if len(matches) > MAX_MATCHES:
             raise ToolError(f"{literal!r} matches {len(matches):,} paths (the limit is {MAX_MATCHES:,}); "
                             "narrow it down, or use find")
-        return matches or [literal]  # no match: the word as written, as a shell does
+        return matches or [literal], True  # no match: the word as written, as a shell does
 
     def program(self, name: str) -> str:
         """The program a command's first word names (a relative path or PATH's folders, from the workspace)."""
@@ -119,36 +123,36 @@ class Shell:
             raise ToolError(f"command not found: {name}; the read-only commands are {', '.join(READ_ONLY)}")
         return found
 
-    def needs_approval(self, argv: list[str], program: str) -> str | None:
-        """Why the command cannot run at once, or None when it is read-only and stays in the workspace."""
+    def needs_approval(self, argv: list[str], program: str, expanded: list[str]) -> tuple[str | None, tuple]:
+        """Why the command cannot run at once (None when it is read-only and stays in the workspace), and the
+        options it runs with at once on top of its own (see shell_commands.read)."""
         name, args = argv[0], argv[1:]
         if name not in READ_ONLY:
-            return "not a read-only command"
+            return "not a read-only command", ()
         if self.space.contains(Path(program).resolve()):
-            return f"{name} here is a program of the workspace"
-        options = [a for a in args if a.startswith("-") and a != "-"]
-        for unsafe in UNSAFE_OPTIONS.get(name, ()):
-            if any(_matches(option, unsafe, name == "find") for option in options):
-                return f"{name} {unsafe} can change files, run programs or leave the workspace"
-        if name == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
-            return "uniq writes to its second file"
-        outside = next((a for a in args if any(self._outside(p) for p in _paths_in(a))), None)
-        if outside is not None:
-            return f"{outside!r} is outside the workspace"
-        return None
+            return f"{name} here is a program of the workspace", ()
+        reading = read(name, args, lambda path: not self._outside(path) and (self.space.root / path).is_dir())
+        if reading.reason:
+            return reading.reason, ()
+        for path in [*reading.paths, *expanded]:
+            if self._outside(path):
+                return f"{path!r} is outside the workspace", ()
+            if _special(self.space.root / path):
+                return f"{path!r} is not a file or a folder (a FIFO or a device would keep it waiting)", ()
+        return None, reading.added
 
     def _outside(self, path: str) -> bool:
         try:
-            return not self.space.contains((self.space.root / os.path.expanduser(path)).resolve())
+            return not self.space.contains((self.space.root / path).resolve())
         except (OSError, RuntimeError, ValueError):
             return True
 
-    def execute(self, argv: list[str], program: str) -> str:
+    def execute(self, argv: list[str], program: str, environ: Mapping[str, str]) -> str:
         """Run the command in its own process group, which is killed once it ends (or its time is up): nothing
         it started is left running."""
         try:
             child = subprocess.Popen(argv, executable=program, cwd=self.space.root,
-                                     env={**self.environ, "PWD": str(self.space.root)},
+                                     env={**environ, "PWD": str(self.space.root)},
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         except OSError as error:
@@ -203,6 +207,15 @@ def _mark(command: str) -> str:
     return "".join(out)
 
 
+def _special(path: Path) -> bool:
+    """Whether a path is a FIFO, a socket or a device (what is not there is not)."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _encodable(text: str) -> bool:
     try:
         os.fsencode(text)
@@ -217,23 +230,6 @@ def _shell_syntax(token: str, what: str, before: str = "") -> ToolError:
     step = (f"run `{first}` alone first, then send the next command using what it printed" if first and
             len(first) <= 200 else "send one command at a time and combine the results yourself")
     return ToolError(f"{token!r} is shell syntax ({what}), and run_shell runs one command without a shell; {step}")
-
-
-def _matches(option: str, unsafe: str, whole_words: bool) -> bool:
-    if whole_words or option == unsafe:
-        return option == unsafe
-    if unsafe.startswith("--"):
-        name = option.split("=", 1)[0]
-        return option.startswith("--") and len(name) > 2 and unsafe.startswith(name)
-    return not option.startswith("--") and unsafe[1] in option[1:]
-
-
-def _paths_in(arg: str) -> list[str]:
-    """The parts of an argument that may name a path: itself, or an option's value (--file=x, -fx)."""
-    if not arg.startswith("-"):
-        return [arg]
-    value = arg.split("=", 1)[1] if "=" in arg else "" if arg.startswith("--") else arg[2:]
-    return [value] if value else []
 
 
 def _wait(pid: int, timeout: float) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -85,6 +86,9 @@ def at_most(limit: int) -> Callable[[str], int]:
 
 def eval_command(argv: list[str]) -> int:
     args = eval_parser().parse_args(argv)
+    if args.suite and os.path.exists(args.suite) and not os.path.isfile(args.suite):
+        raise ConfigError(f"suite {args.suite!r} is not a regular file (a folder, a device or a FIFO); pass a JSONL "
+                          "file")
     env = environment()
     for flag, path in (("--out", args.out), ("--html", args.html)):
         if path is not None:

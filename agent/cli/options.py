@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 from agent.config import DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
 from agent.models import Model
@@ -141,7 +141,7 @@ def resolve(args: argparse.Namespace, env: Environment, protocols: list[str], ar
     settings = Settings(max_steps=args.max_steps, max_reasks=args.max_reasks, max_output_chars=args.max_output,
                         max_history_chars=history,
                         context_window=args.context_window)
-    model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if local else None
+    model_path = (args.model_path or trusted(env, "AGENT_MODEL_PATH")) if local else None
     factories = {**protocol_factories(protocols, constrain), **arm_factories(arms)}
     return Setup(endpoint, build_model(args, endpoint, env, model_path), settings, constrain, factories, model_path)
 
@@ -179,7 +179,7 @@ def build_model(args: argparse.Namespace, endpoint: Endpoint | None, env: Enviro
             from agent.models.local import load_local_model
             from agent.models.local_files import cache_dir
 
-        return load_local_model(model_path, temperature=args.temperature, cache=cache_dir(env),
+        return load_local_model(model_path, temperature=args.temperature, cache=cache_dir(trusted_only(env)),
                                 local_model=args.local_model or env.get("AGENT_LOCAL_MODEL"))
     with interrupts_deferred():
         from agent.models.openai_compatible import OpenAIModel
@@ -206,8 +206,10 @@ def arm_factories(arms: list[str]) -> dict[str, Callable]:
 
 def environment() -> Environment:
     """The process environment, then ./.env, then the user's configuration file (both read with python-dotenv,
-    never loaded into the process)."""
-    return Environment(os.environ, read_settings(Path.cwd() / ".env"), read_settings(config_file(os.environ)))
+    never loaded into the process). ./.env's ${VARIABLES} are not expanded: a cloned repository's file could
+    otherwise copy your key (AGENT_API_KEY=${OPENAI_API_KEY}) to sit beside its own base URL."""
+    return Environment(os.environ, read_settings(Path.cwd() / ".env", interpolate=False),
+                       read_settings(config_file(os.environ)))
 
 
 def config_file(env) -> Path:
@@ -238,6 +240,17 @@ def _user_folder(env, windows: tuple[str, str], unix: tuple[str, str]) -> Path:
     return base / "prompt-protocol-agent"
 
 
+def trusted_only(env: Environment | Mapping[str, str]) -> dict:
+    """The settings of the environment and your configuration file, without ./.env's: for what a cloned
+    repository's file may not choose (where files are written, which model file is loaded). A plain mapping is
+    the environment alone."""
+    return {**env.user, **env.process} if isinstance(env, Environment) else dict(env)
+
+
+def trusted(env: Environment, name: str) -> str | None:
+    return trusted_only(env).get(name)
+
+
 def sessions_dir(env: Environment) -> Path:
     """AGENT_SESSIONS_DIR from the environment or the user's configuration file, never from ./.env (a cloned
     repository's file must not choose where conversations are kept); else the data folder's sessions/."""
@@ -252,12 +265,25 @@ def logs_dir(env: Environment) -> Path:
     return Path(chosen).expanduser() if chosen else data_dir(env.process) / "logs"
 
 
-def read_settings(path: Path) -> dict:
-    """The settings of a dotenv-format file; none when it does not exist."""
+MAX_SETTINGS_BYTES = 1_000_000  # of a dotenv file: past it, it is no settings file
+
+
+def read_settings(path: Path, interpolate: bool = True) -> dict:
+    """The settings of a dotenv-format file; none when it does not exist (or is no regular file: a FIFO, a
+    device); a file past MAX_SETTINGS_BYTES is a ConfigError."""
+    import io
+
     from dotenv import dotenv_values
 
+    if not path.is_file():
+        return {}
     try:
-        return dotenv_values(path) if path.is_file() else {}
+        with open(path, "rb") as file:
+            data = file.read(MAX_SETTINGS_BYTES + 1)
+        if len(data) > MAX_SETTINGS_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_SETTINGS_BYTES:,} bytes, which is no settings file; "
+                              "fix or remove it")
+        return dotenv_values(stream=io.StringIO(data.decode("utf-8")), interpolate=interpolate)
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path} ({error}); fix or remove the file") from error
 
@@ -318,6 +344,9 @@ def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None) -> 
     memory = Memory(args.memory) if args.memory else None
     if memory:
         check_output_file(args.memory, "--memory", "memory file")
+        if os.path.exists(args.memory) and not os.path.isfile(args.memory):
+            raise ConfigError(f"--memory {args.memory!r} is not a regular file (a device or a FIFO): its notes "
+                              "cannot be read or kept there; pass a file, like --memory memory.md")
     plan = Plan()
     shell = shell_tool(workspace, approve, args.shell_timeout)
     subagents = SubAgents()

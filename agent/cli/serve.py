@@ -6,13 +6,17 @@ import argparse
 import ipaddress
 import socket
 import sys
+from functools import partial
 
 from agent.cli.options import (DEFAULTS, TIMEOUT, Parser, build_model, choose_endpoint, environment, positive_float,
-                               positive_int, temperature)
+                               positive_int, temperature, trusted)
 from agent.config import ConfigError
 from agent.models.local_files import BUILT_IN
 
 HOST, PORT = "127.0.0.1", 8765
+CLIENT_TIMEOUT = 30.0  # seconds for a request's headers, then for its body
+KEEP_ALIVE = 5  # seconds an idle connection stays open between requests (uvicorn's timeout_keep_alive)
+MAX_CONNECTIONS = 100
 INSTALL = "agent serve needs starlette and uvicorn, which the `serve` extra installs: pip install '.[serve]' " \
           "in the project folder"
 
@@ -29,6 +33,11 @@ def serve_parser() -> Parser:
                         help="clients must send this key as a bearer token (env AGENT_SERVE_API_KEY)")
     server.add_argument("--max-body", type=positive_int, default=8 * 2**20, metavar="BYTES",
                         help="largest request body taken, default 8 MiB")
+    server.add_argument("--client-timeout", type=positive_float, default=CLIENT_TIMEOUT, metavar="SECONDS",
+                        help=f"for a request's headers to arrive, then for its body, default {CLIENT_TIMEOUT:g} "
+                             f"(an idle connection closes after {KEEP_ALIVE} s)")
+    server.add_argument("--max-connections", type=positive_int, default=MAX_CONNECTIONS, metavar="N",
+                        help=f"connections open at once; one more is answered 503, default {MAX_CONNECTIONS}")
     upstream = parser.add_argument_group("upstream model")
     upstream.add_argument("--upstream-url", "--base-url", dest="base_url",
                           help="the OpenAI-compatible endpoint to serve (env AGENT_BASE_URL, OPENAI_BASE_URL); "
@@ -64,6 +73,7 @@ def serve_command(argv: list[str]) -> int:
         import uvicorn
 
         from agent.serve.app import create_app
+        from agent.serve.connections import BoundedHttp
     except ImportError as error:
         raise ConfigError(f"{INSTALL} ({error})") from None
     env = environment()
@@ -73,12 +83,13 @@ def serve_command(argv: list[str]) -> int:
         raise ConfigError("--api-key / AGENT_SERVE_API_KEY must be printable ASCII without spaces")
     endpoint = choose_endpoint(args, env)
     listener = _listen(args.host, args.port)  # before the model loads: a taken port is a usage error at once
-    model_path = (args.model_path or env.get("AGENT_MODEL_PATH")) if endpoint is None else None
+    model_path = (args.model_path or trusted(env, "AGENT_MODEL_PATH")) if endpoint is None else None
     model = build_model(args, endpoint, env, model_path)
     name = endpoint.model if endpoint else (args.local_model or env.get("AGENT_LOCAL_MODEL") or "local")
     constrain = args.constrain if args.constrain is not None else endpoint is None
     app = create_app(model, name, api_key=client_key, constrain=constrain, max_reasks=args.max_reasks,
-                     max_body=args.max_body, secrets=(endpoint.api_key,) if endpoint and endpoint.api_key else ())
+                     max_body=args.max_body, secrets=(endpoint.api_key,) if endpoint and endpoint.api_key else (),
+                     client_timeout=args.client_timeout, threads=args.max_connections)
     host, bound = listener.getsockname()[:2]
     upstream = endpoint.base_url or "OpenAI" if endpoint else "the embedded local model"
     print(f"agent serve: listening on http://{_url_host(host)}:{bound}/v1 (model {name} at {upstream}"
@@ -86,7 +97,10 @@ def serve_command(argv: list[str]) -> int:
     if not client_key and not _loopback(args.host):
         print(f"agent serve: warning: {args.host} is reachable from other machines and no --api-key is set: "
               "anyone who can reach it can use the upstream model", file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5))
+    http = partial(BoundedHttp, header_timeout=args.client_timeout, max_connections=args.max_connections)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
+                                           http=http, timeout_keep_alive=KEEP_ALIVE,
+                                           limit_concurrency=args.max_connections + 1))
     server.run(sockets=[listener])
     return 0
 

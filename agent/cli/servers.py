@@ -52,11 +52,17 @@ def add_mcp_options(parser: argparse.ArgumentParser) -> None:
                             "agent.toml's mcp.timeout)")
 
 
-def config_files(env: Environment) -> list[Path]:
-    """The agent.toml files that exist: the current folder's, then your configuration folder's."""
-    found = [Path.cwd() / CONFIG_NAME, config_file(env.process).parent / CONFIG_NAME]
-    unique = list(dict.fromkeys(p.resolve() for p in found if p.is_file()))
-    return unique
+def config_files(env: Environment) -> list[tuple[Path, bool]]:
+    """The agent.toml files that exist, each with whether it is the current folder's (which asks first, whatever
+    it links to: it may have come with a cloned repository): the current folder's, then your configuration
+    folder's. One file that is both (a link to yours, or the current folder being your configuration folder) is
+    yours."""
+    yours = config_file(env.process).parent / CONFIG_NAME
+    here = Path.cwd() / CONFIG_NAME
+    found = [(path, path is here) for path in (here, yours) if path.is_file()]
+    if len(found) == 2 and here.resolve() == yours.resolve():
+        found = found[1:]
+    return found
 
 
 def read_config(path: Path) -> dict:
@@ -91,14 +97,15 @@ def server_specs(args, env: Environment, approve: Callable[[str], bool] | None) 
     from agent.tools.mcp import TIMEOUT, ServerSpec, parse_command
 
     specs, timeout = [], None
-    for path in config_files(env):
+    for path, asks in config_files(env):
         config = read_config(path).get("mcp", {})
         timeout = timeout or config.get("timeout")
         found = [ServerSpec(name, s["command"], s.get("args", []), s.get("env", {}), origin=str(path))
                  for name, s in config.get("servers", {}).items()]
-        if found and path.parent == Path.cwd().resolve() and path.parent != config_file(env.process).parent.resolve():
+        if found and asks:
             shown = "; ".join(f"{s.name}: {' '.join([s.command, *s.args])}" for s in found)
-            if approve is None or not approve(f"starting the MCP servers of {path} ({shown})"):
+            target = f", a link to {path.resolve()}" if path.is_symlink() else ""
+            if approve is None or not approve(f"starting the MCP servers of {path}{target} ({shown})"):
                 print(f"agent: the MCP servers of {path} were not started (pass --yes, or answer y on a terminal)",
                       file=sys.stderr)
                 continue

@@ -18,10 +18,17 @@ ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
 
 
-@lru_cache(maxsize=32)
+MAX_KEPT_SCHEMA = 100_000  # characters of a schema whose grammar is kept for the next call (agent serve's
+# clients send schemas up to a few MB: those are converted each time, so 32 of them cannot stay in memory)
+
+
 def gbnf(schema: str) -> str:
     """The grammar of the JSON Schema ``schema`` (JSON text); llama-cpp-python would fall back to plain JSON on a
     schema it cannot convert, here that is an error."""
+    return _grammar(schema) if len(schema) > MAX_KEPT_SCHEMA else _kept_grammar(schema)
+
+
+def _grammar(schema: str) -> str:
     try:
         converter = _converter()
         converter.visit(converter.resolve_refs(json.loads(schema), "stdin"), "")
@@ -29,6 +36,9 @@ def gbnf(schema: str) -> str:
     except Exception as error:
         raise ModelError(f"the local model cannot constrain replies by this JSON Schema ({error}); "
                          "drop --constrain") from error
+
+
+_kept_grammar = lru_cache(maxsize=32)(_grammar)
 
 
 def _converter():

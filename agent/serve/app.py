@@ -5,29 +5,37 @@ from __future__ import annotations
 
 import hmac
 import json
+import threading
 from collections import Counter
-from collections.abc import Iterator
+from contextlib import asynccontextmanager
 
+import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agent.loop import Replies, Stop, ignore
 from agent.models import Model, ModelError
-from agent.serve.translate import RequestError, chunks, completion, error_body, passed_on, sampling, translate
+from agent.serve.disconnects import Cancellable, ClientGone, gathered, relayed, while_connected
+from agent.serve.translate import RequestError, chunks, completion, error_body, passed_on, plain, translate
 
 MAX_BODY = 8 * 2**20  # bytes of a request body; a larger one is refused (413) unread
+CLIENT_TIMEOUT = 30.0  # seconds for a request's body to arrive (its headers: agent.serve.connections)
+THREADS = 100  # upstream calls at once
 REASKS_HEADER = "x-agent-reasks"  # how many times the upstream was re-asked for this response
 
 
 def create_app(model: Model, model_name: str, *, api_key: str | None = None, constrain: bool = False,
-               max_reasks: int = 3, max_body: int = MAX_BODY, secrets: tuple[str, ...] = ()) -> Starlette:
+               max_reasks: int = 3, max_body: int = MAX_BODY, secrets: tuple[str, ...] = (),
+               client_timeout: float = CLIENT_TIMEOUT, threads: int = THREADS) -> Starlette:
     """The application serving ``model`` (named ``model_name`` to clients); with ``api_key``, every request must
     carry it as a bearer token. ``constrain``: tool requests ask the upstream for schema-constrained replies.
-    ``secrets`` (the upstream's key) are cut out of any upstream error shown to a client."""
+    ``secrets`` (the upstream's key) are cut out of any upstream error shown to a client. A body must arrive
+    within ``client_timeout`` seconds; ``threads``: the upstream calls made at once (one per open request)."""
 
     def refused(request: Request) -> JSONResponse | None:
         if api_key is None:
@@ -47,27 +55,34 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         if denied := refused(request):
             return denied
         try:
-            raw = await _read_body(request, max_body)
+            with anyio.fail_after(client_timeout):
+                raw = await _read_body(request, max_body)
             body = await run_in_threadpool(_decode, raw) if len(raw) > 65536 else _decode(raw)
             if isinstance(body, dict) and body.get("tools"):
-                return await with_tools(body)
-            return await pass_on(body)
+                return await with_tools(body, request.receive)
+            return await pass_on(body, request.receive)
         except RequestError as error:
             return _error(error.status, error.message, param=error.param)
         except ModelError as error:
             return _upstream_error(error, secrets)
+        except ClientGone:  # nobody is there to read it
+            return Response(status_code=499)
+        except TimeoutError:
+            return _error(408, f"the request body did not arrive within {client_timeout:g} s; send it at once",
+                          headers={"connection": "close"})
 
-    def answer(body: dict) -> tuple:
-        """Translate the request and get a usable reply (in a worker thread: both can take a while)."""
+    def answer(body: dict, gone: threading.Event) -> tuple:
+        """Translate the request and get a usable reply (in a worker thread: both can take a while), until the
+        client leaves."""
         request = translate(body, constrain)
-        replies = Replies(model, request.protocol, max_reasks, ignore, Counter())
+        replies = Replies(Cancellable(model, gone), request.protocol, max_reasks, ignore, Counter())
         try:
             return request, replies, replies.next(request.messages)
         except Stop as stop:
             return request, replies, stop
 
-    async def with_tools(body: dict) -> Response:
-        request, replies, turn = await run_in_threadpool(answer, body)
+    async def with_tools(body: dict, receive) -> Response:
+        request, replies, turn = await while_connected(receive, answer, body)
         if isinstance(turn, Stop):
             return _error(502, f"the upstream model's reply stayed malformed after {replies.reasks} re-asks "
                                f"({turn.error})", "upstream_error", headers={REASKS_HEADER: str(replies.reasks)})
@@ -78,25 +93,40 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
             return _sse(chunks(done, request.include_usage), headers)
         return JSONResponse(done, headers=headers)
 
-    async def pass_on(body: object) -> Response:
+    async def pass_on(body: object, receive) -> Response:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             raise RequestError("the body must be a JSON object with messages (a chat completions request)")
         if hasattr(model, "relay"):
-            content_type, pieces = await run_in_threadpool(model.relay, body)
+            content_type, pieces = await while_connected(receive, relay, body)
             if body.get("stream") is not True:
-                content = await run_in_threadpool(b"".join, pieces)
+                content = await while_connected(receive, gathered, pieces)
                 return Response(content, media_type=content_type, headers={REASKS_HEADER: "0"})
-            first = await run_in_threadpool(next, pieces, b"")  # an upstream failure before the answer is an error
-            return StreamingResponse(_prepend(first, pieces), media_type=content_type,
+            first = await while_connected(receive, first_piece, pieces)  # an upstream failure before the answer
+            # is an error status
+            return StreamingResponse(relayed(first, pieces, _failed), media_type=content_type,
                                      headers={REASKS_HEADER: "0"})
-        options = {**sampling(body), **{k: body[k] for k in ("response_format", "stop") if body.get(k) is not None}}
-        reply = await run_in_threadpool(model.complete, body["messages"], **options)
+        messages, options = plain(body)
+        reply = await while_connected(receive, lambda gone: Cancellable(model, gone).complete(messages, **options))
         done = passed_on(reply, model_name)
         if body.get("stream") is True:
             stream_options = body.get("stream_options")
             include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
             return _sse(chunks(done, include_usage), {REASKS_HEADER: "0"})
         return JSONResponse(done, headers={REASKS_HEADER: "0"})
+
+    def relay(body: dict, gone: threading.Event) -> tuple:
+        content_type, pieces = model.relay(body)
+        if gone.is_set():
+            pieces.close()
+            raise ClientGone()
+        return content_type, pieces
+
+    def first_piece(pieces, gone: threading.Event) -> bytes:
+        try:
+            return next(pieces, b"")
+        except BaseException:
+            pieces.close()
+            raise
 
     async def not_found(request: Request, error: HTTPException) -> Response:
         kind = "not_found_error" if error.status_code == 404 else "invalid_request_error"
@@ -106,9 +136,16 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
     async def failed(request: Request, error: Exception) -> Response:
         return _error(500, f"internal error of agent serve: {type(error).__name__}: {str(error)[:200]}", "server_error")
 
+    @asynccontextmanager
+    async def lifespan(app: Starlette):
+        """Worker threads for as many upstream calls as requests may be open (anyio's default is 40: a 41st
+        request waited for one, even behind calls whose clients had left)."""
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
                              Route("/v1/models", models, methods=["GET"])],
-                     exception_handlers={HTTPException: not_found, Exception: failed})
+                     exception_handlers={HTTPException: not_found, Exception: failed}, lifespan=lifespan)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -117,16 +154,19 @@ async def _read_body(request: Request, limit: int) -> bytes:
     if length.isdigit() and int(length) > limit:
         raise RequestError(f"the request body is {int(length):,} bytes, over the limit of {limit:,}", status=413)
     body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise RequestError(f"the request body is over the limit of {limit:,} bytes", status=413)
+    try:
+        async for piece in request.stream():
+            body += piece
+            if len(body) > limit:
+                raise RequestError(f"the request body is over the limit of {limit:,} bytes", status=413)
+    except ClientDisconnect:
+        raise ClientGone() from None
     return bytes(body)
 
 
 def _decode(body: bytes) -> object:
-    try:
-        return json.loads(body.decode("utf-8"))  # C speed; the parts read closely (tools, calls) are checked later
+    try:  # C speed; the parts read closely (tools, calls) are checked later
+        return json.loads(body.decode("utf-8"), parse_constant=_not_json)
     except UnicodeDecodeError:
         raise RequestError("the request body is not UTF-8 text") from None
     except RecursionError:
@@ -135,13 +175,13 @@ def _decode(body: bytes) -> object:
         raise RequestError(f"the request body is not JSON: {error}") from None
 
 
-def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    """The body's pieces; an upstream failure once the answer has begun ends it with an error event."""
-    yield first
-    try:
-        yield from rest
-    except ModelError as error:
-        yield f"data: {json.dumps(error_body(str(error), 'upstream_error'))}\n\n".encode()
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _failed(error: ModelError) -> bytes:
+    """The event that ends a relayed stream the upstream broke off."""
+    return f"data: {json.dumps(error_body(str(error), 'upstream_error'))}\n\n".encode()
 
 
 def _sse(events: list[dict], headers: dict) -> StreamingResponse:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 
 from agent.models import Reply
 from agent.parsing import ParseError, load_json
@@ -17,7 +19,11 @@ from agent.protocols import Final, PromptProtocol, Step, ToolCall
 from agent.tools.registry import Registry, Tool, ToolError
 
 MAX_TOOLS = 128  # as OpenAI's API allows
-MAX_SCHEMA_NODES = 20_000  # a tool's parameters once their $refs are inlined; beyond, the request is refused
+MAX_SCHEMA_CHARS = 1_000_000  # a request's tools' parameters as JSON, once their $refs are inlined
+MAX_SCHEMA_DEPTH = 64  # objects and arrays nested in one tool's parameters (jsonschema and the grammar recurse)
+MAX_PROMPT_CHARS = 2_000_000  # the system prompt the tools are documented in
+MAX_REPEAT = 100_000  # with constrained replies, the largest minItems/maxLength/{m,n} (the grammar spells them out)
+CACHED, CACHED_CHARS = 64, 8_000_000  # the protocols kept for the tools clients send again, and their total size
 # request options sent on to the upstream with a tools request (the others concern the client's side, or tools)
 SAMPLING = ("temperature", "top_p", "max_tokens", "seed", "presence_penalty", "frequency_penalty")
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -76,32 +82,100 @@ def translate(body: object, constrain: bool = False) -> Translated:
     return Translated(conversation(body.get("messages"), protocol, system), protocol, stream, include_usage)
 
 
-@lru_cache(maxsize=64)
 def _protocol(key: str) -> tuple[PromptProtocol, str]:
     """The protocol for a request's tools, tool_choice, parallel_tool_calls and constraint (JSON, as ``key``) and
     its system prompt; kept, as clients send the same tools turn after turn and checking their schemas takes
     most of a request's time here."""
+    with _kept_lock:
+        if key in _kept:
+            _kept.move_to_end(key)
+            return _kept[key][:2]
     tools, choice, parallel, constrain = json.loads(key)
-    registry = tool_registry(tools)
+    registry, size = _registry(tools, constrain)
     protocol = PromptProtocol(registry, constrain=constrain, choice=_choice(choice, registry), parallel=parallel)
-    return protocol, protocol.system_prompt()
+    system = protocol.system_prompt()
+    if len(system) > MAX_PROMPT_CHARS:
+        raise RequestError(f"the tools' documentation would make a system prompt of {len(system):,} characters "
+                           f"(the limit is {MAX_PROMPT_CHARS:,}); send fewer tools, or shorter descriptions", "tools")
+    _keep(key, (protocol, system, len(key) + size + len(system)))
+    return protocol, system
+
+
+_kept: OrderedDict[str, tuple[PromptProtocol, str, int]] = OrderedDict()  # the latest protocols, by key
+_kept_lock = threading.Lock()
+
+
+def _keep(key: str, entry: tuple[PromptProtocol, str, int]) -> None:
+    """Keep a protocol, and no more than CACHED of them, nor more than CACHED_CHARS of their size together."""
+    with _kept_lock:
+        _kept[key] = entry
+        while len(_kept) > CACHED or sum(size for _, _, size in _kept.values()) > CACHED_CHARS:
+            _kept.popitem(last=False)
+
+
+WHOLE = ("max_tokens", "max_completion_tokens", "seed")  # the sampling options that are whole numbers
 
 
 def sampling(body: dict) -> dict:
-    """The request's sampling options the upstream gets too (max_completion_tokens as max_tokens)."""
+    """The request's sampling options the upstream gets too (max_completion_tokens as max_tokens), each a number
+    (max_tokens at least 1)."""
+    for key in (*SAMPLING, "max_completion_tokens"):
+        value = body.get(key)
+        whole = key in WHOLE
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or \
+                (key.startswith("max_") and value < 1):
+            kind = "a whole number" + (" of at least 1" if key.startswith("max_") else "") if whole else "a number"
+            raise RequestError(f"{key} must be {kind}", key)
     options = {key: body[key] for key in SAMPLING if body.get(key) is not None}
     if body.get("max_completion_tokens") is not None:
         options["max_tokens"] = body["max_completion_tokens"]
     return options
 
 
-def tool_registry(tools: object) -> Registry:
-    """The client's function tools as a registry (whose tools are never run here: the client runs them)."""
+def plain(body: dict) -> tuple[list[dict], dict]:
+    """A request without tools, checked for a backend with no pass-through of its own (the embedded model): its
+    messages, and the options it takes (sampling, response_format, stop)."""
+    messages = body.get("messages")
+    _check_roles(messages)
+    for index, message in enumerate(messages):
+        if message["role"] == "user":
+            _user_content(message, index)
+        else:
+            _text(message, index)
+    options = sampling(body)
+    stop, response_format = body.get("stop"), body.get("response_format")
+    if stop is not None:
+        if not (isinstance(stop, str) or isinstance(stop, list) and len(stop) <= 4
+                and all(isinstance(item, str) for item in stop)):
+            raise RequestError("stop must be a string or an array of up to 4 strings", "stop")
+        options["stop"] = stop
+    if response_format is not None:
+        kind = response_format.get("type") if isinstance(response_format, dict) else None
+        spec = response_format.get("json_schema") if kind == "json_schema" else {"schema": {}}
+        if kind not in ("text", "json_object", "json_schema") or not isinstance(spec, dict) or \
+                not isinstance(spec.get("schema", {}), dict):
+            raise RequestError('response_format must be {"type": "text"}, {"type": "json_object"} or {"type": '
+                               '"json_schema", "json_schema": {"name", "schema": {...}}}', "response_format")
+        options["response_format"] = response_format
+    return messages, options
+
+
+def tool_registry(tools: object, constrain: bool = False) -> Registry:
+    """The client's function tools as a registry (whose tools are never run here: the client runs them), their
+    parameters at most MAX_SCHEMA_CHARS together once inlined. ``constrain``: replies will be held to the schema
+    by a grammar, which spells out repetition counts: they are held to MAX_REPEAT."""
+    return _registry(tools, constrain)[0]
+
+
+def _registry(tools: object, constrain: bool) -> tuple[Registry, int]:
+    """tool_registry, and the size of the tools' inlined parameters."""
     if not isinstance(tools, list) or not tools:
         raise RequestError("tools must be a non-empty array of function tools", "tools")
     if len(tools) > MAX_TOOLS:
         raise RequestError(f"at most {MAX_TOOLS} tools per request, got {len(tools)}", "tools")
-    registry = Registry()
+    registry, size = Registry(), 0
     for index, spec in enumerate(tools):
         where = f"tools[{index}]"
         function = spec.get("function") if isinstance(spec, dict) else None
@@ -115,33 +189,61 @@ def tool_registry(tools: object) -> Registry:
             raise RequestError(f"{where}.function.description must be a string", f"{where}.function.description")
         if not isinstance(parameters, dict):
             raise RequestError(f"{where}.function.parameters must be a JSON Schema object", f"{where}.function")
+        inlined = inline_refs(parameters, f"{where}.function.parameters", MAX_SCHEMA_CHARS - size,
+                              MAX_REPEAT if constrain else None)
+        size += inlined.size
         try:
-            registry.add(Tool(name, description, inline_refs(parameters, f"{where}.function.parameters"), _elsewhere))
+            registry.add(Tool(name, description, inlined.schema, _elsewhere))
         except ValueError as error:
             raise RequestError(f"{where}: {error}", where) from None
-    return registry
+    return registry, size
 
 
 def _elsewhere(**arguments) -> None:
     raise ToolError("this tool runs in the client, not in agent serve")
 
 
-def inline_refs(schema: dict, where: str) -> dict:
+@dataclass
+class Inlined:
+    schema: dict
+    size: int  # characters of the schema as JSON
+
+
+KEPT = ("const", "enum", "default", "examples")  # keywords whose values are data, not schemas: taken as they are
+REPEATS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")
+_QUANTIFIER = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def inline_refs(schema: dict, where: str, room: int = MAX_SCHEMA_CHARS, most: int | None = None) -> Inlined:
     """``schema`` with its local references (``#/$defs/X``, ``#/definitions/X``, as pydantic writes them) replaced
     by what they point to: each branch of the action schema must stand alone, and grammar converters want no
-    references. A recursive or remote reference, or an inlined schema too large, is a RequestError."""
-    definitions = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
-    nodes = 0
+    references. A recursive or remote reference, a schema larger than ``room`` characters once inlined (each
+    reference counts the whole of what it points to) or nested deeper than MAX_SCHEMA_DEPTH, and with ``most``,
+    a repetition count above it, is a RequestError naming ``where``."""
+    definitions = {**_object(schema.get("definitions")), **_object(schema.get("$defs"))}
+    size, measured = 0, {}  # characters so far; the size and depth of each value taken as it is, by id
 
-    def resolve(node, seen: tuple):
-        nonlocal nodes
-        nodes += 1
-        if nodes > MAX_SCHEMA_NODES:
-            raise RequestError(f"{where} is too large once its $refs are inlined", where)
+    def grow(amount: int) -> None:
+        nonlocal size
+        size += amount
+        if size > room:
+            raise RequestError(f"{where} is too large once its $refs are inlined: over {room:,} characters (with "
+                               f"the request's other tools, the limit is {MAX_SCHEMA_CHARS:,}); refer to less, or "
+                               "send fewer tools", where)
+
+    def deep(depth: int) -> None:
+        if depth > MAX_SCHEMA_DEPTH:
+            raise RequestError(f"{where} is nested more than {MAX_SCHEMA_DEPTH} levels deep", where)
+
+    def resolve(node, seen: tuple, depth: int):
         if isinstance(node, list):
-            return [resolve(item, seen) for item in node]
+            deep(depth)
+            grow(2 + len(node))
+            return [resolve(item, seen, depth + 1) for item in node]
         if not isinstance(node, dict):
+            grow(len(json.dumps(node)) if isinstance(node, str) else 6)
             return node
+        deep(depth)
         node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}
         ref = node.pop("$ref", None)
         if ref is not None:
@@ -152,11 +254,59 @@ def inline_refs(schema: dict, where: str) -> dict:
                                    "(only local references are supported)", where)
             if name in seen:
                 raise RequestError(f"{where}: the $ref to {name!r} is recursive, which is not supported", where)
-            return resolve({**copy.deepcopy(definitions[name]), **node}, (*seen, name))
-        return {key: resolve(value, seen) if key not in ("const", "enum", "default", "examples") else value
+            if not isinstance(definitions[name], dict):
+                raise RequestError(f"{where}: $defs.{str(name)[:80]} is not a schema object", where)
+            return resolve({**definitions[name], **node}, (*seen, name), depth)
+        grow(2 + sum(len(key) + 4 for key in node))
+        if most is not None:
+            _check_repeats(node, most, where)
+        return {key: resolve(value, seen, depth + 1) if key not in KEPT else taken(value, depth + 1)
                 for key, value in node.items()}
 
-    return resolve(schema, ())
+    def taken(value, depth: int):
+        if id(value) not in measured:
+            measured[id(value)] = _measure(value)
+        chars, levels = measured[id(value)]
+        deep(depth + levels - 1)
+        grow(chars)
+        return value
+
+    return Inlined(resolve(schema, (), 1), size)
+
+
+def _object(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _measure(value) -> tuple[int, int]:
+    """A JSON value's size as text (roughly: each string exactly) and how deeply its arrays and objects nest,
+    without recursing."""
+    chars, levels, stack = 0, 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            levels = max(levels, depth)
+            children = list(item.values()) if isinstance(item, dict) else item
+            chars += 2 + sum(len(key) + 4 for key in item) if isinstance(item, dict) else 2 + len(item)
+            stack += [(child, depth + 1) for child in children]
+        else:
+            chars += len(json.dumps(item)) if isinstance(item, str) else 6
+    return chars, levels
+
+
+def _check_repeats(node: dict, most: int, where: str) -> None:
+    """Refuse the repetition counts a grammar would have to spell out one by one past ``most``."""
+    for key in REPEATS:
+        value = node.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > most:
+            raise RequestError(f"{where}: {key} {value} is over {most:,}, which the grammar that constrains replies "
+                               "cannot spell out; send a smaller bound (or serve without --constrain)", where)
+    pattern = node.get("pattern")
+    counts = [int(n) for match in _QUANTIFIER.findall(pattern) for n in match if n] if isinstance(pattern, str) else []
+    if counts and max(counts) > most:
+        raise RequestError(f"{where}: the pattern repeats {max(counts):,} times, over {most:,}, which the grammar "
+                           "that constrains replies cannot spell out; send a smaller bound (or serve without "
+                           "--constrain)", where)
 
 
 def _choice(value: object, registry: Registry) -> str:
@@ -178,12 +328,7 @@ def conversation(messages: object, protocol: PromptProtocol, system: str | None 
     """The client's messages in the protocol's text form, after a system prompt holding the protocol and the
     tools, then the client's own system messages: each assistant message's tool calls as the protocol's JSON
     action, the tool messages that answer them as the protocol's result message; an answer as a final action."""
-    if not isinstance(messages, list) or not messages:
-        raise RequestError("messages must be a non-empty array", "messages")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ROLES:
-            raise RequestError(f"messages[{index}] must be an object with a role ({', '.join(ROLES)})",
-                               f"messages[{index}]")
+    _check_roles(messages)
     system = system or protocol.system_prompt()
     own = [_text(m, i) for i, m in enumerate(messages) if m["role"] in ("system", "developer")]
     if any(text.strip() for text in own):
@@ -208,6 +353,15 @@ def conversation(messages: object, protocol: PromptProtocol, system: str | None 
             history.append({"role": "assistant", "content": json.dumps({"type": "final", "answer": answer},
                                                                        ensure_ascii=False)})
     return history
+
+
+def _check_roles(messages: object) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("messages must be a non-empty array", "messages")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            raise RequestError(f"messages[{index}] must be an object with a role ({', '.join(ROLES)})",
+                               f"messages[{index}]")
 
 
 def _calls(message: dict, index: int) -> list[ToolCall]:
@@ -238,6 +392,9 @@ def _results(messages: list, index: int, calls: list[ToolCall]) -> tuple[list[st
     ids = {c.id for c in calls}
     while index < len(messages) and messages[index]["role"] == "tool":
         call_id = messages[index].get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise RequestError(f"messages[{index}].tool_call_id must be a string: the id of the tool call it answers",
+                               f"messages[{index}].tool_call_id")
         if call_id not in ids or call_id in outputs:
             raise RequestError(f"messages[{index}] is a tool message for tool_call_id {str(call_id)[:80]!r}, which "
                                "answers no (other) tool call of the assistant message before it",
