@@ -13,8 +13,8 @@ For every item of the five categories it compares, item by item:
   required argument left out, an extra call, a call short, a parallel answer in reverse order, ...), scored by
   the suite's checks (`bfcl_match`, `no_call`) and by BFCL: ast_checker for the AST categories, and for
   irrelevance the rule of its relevance runner (passed when the decoded output is empty, is_empty_output);
-- whether each first possible answer fits the converted tools' JSON Schemas (a call that does not is re-asked
-  by the prompt protocol and marked malformed in native mode, though BFCL would accept it);
+- which calls BFCL accepts break the converted tools' JSON Schemas (the prompt protocol re-asks such a call,
+  native mode marks it malformed);
 - end to end: each item's first possible answer (no call in irrelevance) as a scripted model's reply, run by
   agent eval's runner in the prompt and native arms: how many runs pass.
 
@@ -205,8 +205,13 @@ def main(argv: list[str]) -> int:
             tool_counts[category, "tools"] += task.tools == bfcl_tools(entry["function"])
             tool_counts[category, "task"] += task.task == entry["question"][0][-1]["content"]
             tool_counts[category, "items"] += 1
+            schemas = {t["function"]["name"]: t["function"]["parameters"] for t in task.tools}
             for variant, made in variants(entry, answer).items():
                 theirs = bfcl_score(entry, made, answer, category)
+                faults = [(f, e.message[:100]) for c in made for f, a in c.items() if f in schemas
+                          for e in Draft202012Validator(schemas[f]).iter_errors(a)]
+                if theirs and faults:
+                    outside.append((entry["id"], variant, *faults[0]))
                 ours = all(c["ok"] for c in check_run(task.checks, "", [
                     {"tool": f, "arguments": a} for c in made for f, a in c.items()], Path(".")))
                 counts[category, variant, "runs"] += 1
@@ -220,13 +225,6 @@ def main(argv: list[str]) -> int:
                 runs[category, arm, "runs"] += 1
                 runs[category, arm, "passed"] += record["passed"]
                 runs[category, arm, "model calls"] += record["model_calls"]
-            if answer is not None:
-                schemas = {t["function"]["name"]: t["function"]["parameters"] for t in task.tools}
-                for call in calls(answer):
-                    [(function, arguments)] = call.items()
-                    errors = [e.message for e in Draft202012Validator(schemas[function]).iter_errors(arguments)]
-                    if errors:
-                        outside.append((entry["id"], function, errors[0][:100]))
     print("tools and tasks, converted here and by BFCL's own code (equal / items):")
     for category in CATEGORIES:
         items = tool_counts[category, "items"]
@@ -242,9 +240,13 @@ def main(argv: list[str]) -> int:
     print(f"\nagreement: {agree} of {total} scorings ({100 * agree / total:.2f}%)")
     for item, variant, theirs, ours, made in disagreements[:20]:
         print(f"  differs: {item} {variant}: BFCL {theirs}, ours {ours}: {json.dumps(made)[:200]}")
-    print(f"\nfirst possible answers outside the converted tools' JSON Schemas: {len(outside)}")
-    for item, function, error in outside:
-        print(f"  {item} {function}: {error}")
+    print("\naccepted by BFCL, outside the converted tools' JSON Schemas (re-asked by the prompt protocol, a "
+          "malformed call in native mode), by calls scored:")
+    for variant, n in Counter(variant for _, variant, _, _ in outside).items():
+        print(f"  {variant:<29} {n}")
+    for item, variant, function, error in outside:
+        if variant == "answer":
+            print(f"  {variant}: {item} {function}: {error}")
     print("\nend to end, the first possible answer as the model's reply (passed / runs, model calls):")
     for category in CATEGORIES:
         cells = [f"{arm} {runs[category, arm, 'passed']}/{runs[category, arm, 'runs']} "

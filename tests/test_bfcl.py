@@ -216,6 +216,12 @@ def test_the_installed_package_is_found_through_its_metadata(data, tmp_path):
     source = subprocess.run([sys.executable, "-c", "from agent.evaluation.bfcl import load_bfcl; "
                              "print(load_bfcl('parallel').source)"], capture_output=True, text=True, env=env, timeout=60)
     assert source.stdout == "bfcl-eval 2026.3.23\n", source.stderr
+    (site / "bfcl_eval" / "data" / "BFCL_v4_parallel.json").unlink()  # a broken install: listed, not there
+    damaged = subprocess.run([sys.executable, "-m", "agent", "eval", "bfcl:parallel", "--list"],
+                             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert damaged.returncode == 2 and damaged.stderr.startswith(
+        "agent: cannot read bfcl-eval 2026.3.23: BFCL_v4_parallel.json: [Errno 2] No such file or directory")
+    assert len(damaged.stderr.splitlines()) == 1
 
 
 # --- scoring: BFCL's AST checker's rules -----------------------------------------------------------------

@@ -22,6 +22,7 @@ import importlib.metadata
 import json
 import re
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -104,10 +105,10 @@ def load_bfcl(categories: str, data: str | None = None, release: bool = False, s
         benchmark.tasks += tasks
         if left_out:
             benchmark.left_out[category] = left_out
-    ids = [t.id for t in benchmark.tasks]
-    if len(set(ids)) < len(ids):
-        raise ConfigError(f"{files.source}: the item id {next(i for i in ids if ids.count(i) > 1)} is used twice; "
-                          f"install the data again: {INSTALL} --force-reinstall")
+    twice = [i for i, n in Counter(t.id for t in benchmark.tasks).items() if n > 1]
+    if twice:
+        raise ConfigError(f"{files.source}: the item id {twice[0]} is used twice; install the data again: "
+                          f"{INSTALL} --force-reinstall")
     return benchmark
 
 
@@ -160,11 +161,11 @@ class DataFiles:
 
     def lines(self, name: str) -> list[str]:
         entry, where = self.names[name], f"{self.source}: {name}"
-        size = entry.file_size if self.wheel else entry.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ConfigError(f"{where} is {size // 1_000_000} MB, more than BFCL's files could be "
-                              f"({MAX_FILE_BYTES // 1_000_000} MB); reinstall it: {INSTALL} --force-reinstall")
         try:
+            size = entry.file_size if self.wheel else entry.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise ConfigError(f"{where} is {size // 1_000_000} MB, more than BFCL's files could be "
+                                  f"({MAX_FILE_BYTES // 1_000_000} MB); reinstall it: {INSTALL} --force-reinstall")
             raw = self.wheel.read(entry) if self.wheel else entry.read_bytes()
             return raw.decode("utf-8").splitlines()
         except (OSError, UnicodeDecodeError, zipfile.BadZipFile) as error:
