@@ -310,9 +310,9 @@ def test_eval_command_compares_both_protocols(server, tmp_path, monkeypatch, cap
     assert [("tools" in b) for b in bodies] == [False, False, True, True]
 
     results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results) == {"suite", "model", "started", "finished", "settings", "interrupted", "runs", "summary",
-                            "comparisons"}
-    assert results["suite"] == "built-in"
+    assert set(results) == {"suite", "source", "model", "started", "finished", "settings", "interrupted", "runs",
+                            "summary", "comparisons"}
+    assert results["suite"] == results["source"] == "built-in"
     assert results["model"] == {"backend": "openai-compatible", "base_url": server.url, "model": "test-model"}
     assert results["settings"]["protocols"] == ["prompt", "native"] and results["settings"]["max_steps"] == 15
     prompt_run, native_run = results["runs"]

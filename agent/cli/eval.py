@@ -19,7 +19,8 @@ from agent.cli.servers import add_mcp_options, config_approval, open_servers
 from agent.config import ConfigError
 from agent.evaluation.reports import comparison_rows, comparisons, render_table, summarize, table_rows
 from agent.evaluation.runner import run_eval
-from agent.evaluation.suites import BUILTIN, Task, load_suite
+from agent.evaluation.bfcl import INSTALL, PREFIX
+from agent.evaluation.suites import BUILTIN, Task, load_suite, sample
 from agent.text import plural
 from agent.tools import builtin_registry
 from agent.tools.files import atomic_write
@@ -34,7 +35,8 @@ def eval_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="agent eval", description="Run a task suite in each arm on the same model, interleaved, and compare "
                                        "them with paired statistics.")
-    parser.add_argument("suite", nargs="?", help="a JSONL task suite; default: the built-in one")
+    parser.add_argument("suite", nargs="?", help="a JSONL task suite, or bfcl:CATEGORY,... for the Berkeley Function "
+                                              "Calling Leaderboard's items (docs/bfcl.md); default: the built-in one")
     parser.add_argument("--arm", action="append", choices=ARMS,
                         help="an arm to run: prompt (JSON actions in the text), prompt-constrained (the same, "
                              "replies constrained by the action schema), native (the API's tool calls); repeat "
@@ -51,6 +53,16 @@ def eval_parser() -> argparse.ArgumentParser:
                              "(it runs one call at a time, and reuses the prompt it has just read)")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N tasks")
     parser.add_argument("--tasks", metavar="ID,ID", help="only these tasks")
+    parser.add_argument("--sample", type=positive_int, metavar="N",
+                        help="N tasks of each category (all of a smaller one), chosen by --seed: the same seed picks "
+                             "the same tasks, and a larger N keeps them; before --tasks and --limit")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="the seed of --sample, default 0")
+    parser.add_argument("--bfcl-data", metavar="PATH",
+                        help=f"with a bfcl: suite, BFCL's data from a bfcl-eval wheel or folder; default: the installed "
+                             f"package ({INSTALL})")
+    parser.add_argument("--release-test-set", action="store_true",
+                        help="with a bfcl: suite, allow BFCL's live categories: the project's release test set, for "
+                             "the checks before a release, never for work on the prompt")
     parser.add_argument("--out", metavar="FILE", help="write every run and the summary as JSON (an existing file "
                                                       "only with --force)")
     parser.add_argument("--force", action="store_true", help="let --out and --html overwrite files that exist")
@@ -100,7 +112,8 @@ def eval_command(argv: list[str]) -> int:
 
 def evaluate(args, env, builtin: set[str], servers) -> int:
     """The eval, its tasks checked against the built-in tools and the MCP servers' (offered besides them)."""
-    tasks = select(load_suite(args.suite, builtin | {t.name for t in servers.tools}), args.tasks, args.limit)
+    tasks, source = suite_tasks(args, builtin | {t.name for t in servers.tools})
+    tasks = select(tasks, args.tasks, args.limit)
     if args.list:
         for task in tasks:
             print(f"{task.id}\t{task.category or '-'}\t{' '.join(task.task.split())}")
@@ -114,7 +127,10 @@ def evaluate(args, env, builtin: set[str], servers) -> int:
     labels, workers, started = list(setup.protocols), args.workers, now()
     total = len(tasks) * len(labels) * args.repeat
     if not args.quiet:
-        print(f"agent eval: {plural(len(tasks), 'task')} × {plural(len(labels), 'arm')} ({', '.join(labels)}) × "
+        notes = [source] if source != (args.suite or BUILTIN) else []
+        notes += [f"{args.sample} per category, seed {args.seed}"] if args.sample else []
+        drawn = f" ({'; '.join(notes)})" if notes else ""
+        print(f"agent eval: {plural(len(tasks), 'task')}{drawn} × {plural(len(labels), 'arm')} ({', '.join(labels)}) × "
               f"{plural(args.repeat, 'repeat')} = {plural(total, 'run')}, {plural(workers, 'worker')}",
               file=sys.stderr)
     progress = None if args.quiet else Bar(sys.stderr, labels) if sys.stderr.isatty() else Lines(
@@ -134,8 +150,10 @@ def evaluate(args, env, builtin: set[str], servers) -> int:
         print()
         print(render_table(comparison_rows(paired), args.markdown))
     results = {
-        "suite": args.suite or BUILTIN, "model": setup.describe(), "started": started, "finished": now(),
+        "suite": args.suite or BUILTIN, "source": source, "model": setup.describe(), "started": started,
+        "finished": now(),
         "settings": {**asdict(setup.settings), "constrain": setup.constrain, "repeat": args.repeat,
+                     "sample": args.sample, "seed": args.seed if args.sample else None,
                      "workers": workers, "protocols": labels, "arms": labels,
                      "mcp": {s.spec.name: [s.spec.command, *s.spec.args] for s in servers.servers}},
         "interrupted": evaluation.interrupted, "runs": evaluation.runs, "summary": summary, "comparisons": paired}
@@ -157,6 +175,25 @@ def evaluate(args, env, builtin: set[str], servers) -> int:
         print(f"agent eval: below --min-pass {args.min_pass:g}%: {'; '.join(below)}", file=sys.stderr)
         return BELOW_MIN_PASS
     return 0
+
+
+def suite_tasks(args, tool_names: set[str]) -> tuple[list[Task], str]:
+    """The suite's tasks (--sample of them, if given) and where they came from: a file, the built-in suite, or
+    BFCL's data (the installed bfcl-eval, a wheel or a folder)."""
+    if args.suite and args.suite.startswith(PREFIX):
+        from agent.evaluation.bfcl import load_bfcl
+
+        benchmark = load_bfcl(args.suite[len(PREFIX):], args.bfcl_data, args.release_test_set, args.sample, args.seed)
+        if benchmark.left_out and not args.quiet:
+            left = ", ".join(f"{n} of {category}" for category, n in benchmark.left_out.items())
+            print(f"agent eval: left out the BFCL items that offer no function ({left})", file=sys.stderr)
+        return benchmark.tasks, benchmark.source
+    for flag, given in (("--bfcl-data", args.bfcl_data), ("--release-test-set", args.release_test_set)):
+        if given:
+            raise ConfigError(f"{flag} goes with a {PREFIX} suite, e.g. `agent eval {PREFIX}simple_python {flag}"
+                              f"{' PATH' if flag == '--bfcl-data' else ''}`")
+    tasks = load_suite(args.suite, tool_names)
+    return (sample(tasks, args.sample, args.seed) if args.sample else tasks), args.suite or BUILTIN
 
 
 def select(tasks: list[Task], ids: str | None, limit: int | None) -> list[Task]:

@@ -15,6 +15,7 @@ from agent.config import Settings
 from agent.evaluation.scripted_tools import scripted_registry
 from agent.evaluation.suites import Task, check_run, write_files
 from agent.loop import Agent, RunResult
+from agent.protocols import Final, Step
 from agent.tools import Tool, approve_everything, builtin_registry
 
 
@@ -63,10 +64,38 @@ def _clip(text) -> str | None:
     return f"{text[:half]}\n[... {len(text) - TRANSCRIPT_CHARS} characters cut ...]\n{text[-half:]}"
 
 
+class FirstReply:
+    """A protocol that ends the run at the model's first usable reply, as a benchmark that scores one response
+    does: a reply with calls becomes the final answer (the calls, as JSON), and the calls are kept in ``calls``
+    (malformed ones too, with ok false); none is run. Everything else is the wrapped protocol's."""
+
+    def __init__(self, protocol):
+        self.protocol, self.name, self.options = protocol, protocol.name, protocol.options
+        self.calls: list[dict] = []
+
+    def system_prompt(self) -> str:
+        return self.protocol.system_prompt()
+
+    def answer_reader(self):
+        return self.protocol.answer_reader()
+
+    def parse(self, reply):
+        turn = self.protocol.parse(reply)
+        if not isinstance(turn, Step):
+            return turn
+        self.calls = [{"tool": c.tool, "arguments": c.arguments, "ok": c.error is None} for c in turn.calls]
+        answer = json.dumps([{"tool": c.tool, "arguments": c.arguments} for c in turn.calls], ensure_ascii=False)
+        return Final(answer, turn.message, turn.repairs)
+
+    def results(self, calls, outputs):
+        return self.protocol.results(calls, outputs)
+
+
 def run_task(task: Task, make_protocol: Callable, model, settings: Settings, label: str, repeat: int = 0,
              extra_tools: Sequence[Tool] = ()) -> dict:
     """One run of one task in a fresh workspace, with its checks and transcript; never raises. ``extra_tools``
-    (an MCP server's) are offered beside the built-in tools, not beside a task's own."""
+    (an MCP server's) are offered beside the built-in tools, not beside a task's own. A task's ``one_reply``
+    ends its run at the first usable reply (`FirstReply`)."""
     record, started = {"task": task.id, "category": task.category, "repeat": repeat}, time.monotonic()
     transcript = Transcript()
     try:
@@ -77,7 +106,11 @@ def run_task(task: Task, make_protocol: Callable, model, settings: Settings, lab
                 str(workspace), approve=approve_everything)  # a throwaway workspace: nothing to protect
             for tool in extra_tools if not task.tools else ():
                 registry.add(tool)
-            result = Agent(model, registry, make_protocol(registry), settings, emit=transcript).run(task.task)
+            protocol = FirstReply(make_protocol(registry)) if task.one_reply else make_protocol(registry)
+            result = Agent(model, registry, protocol, settings, emit=transcript,
+                           instructions=task.instructions).run(task.task, task.history)
+            if task.one_reply:
+                result.tool_calls = protocol.calls
             checks = check_run(task.checks, result.answer, result.tool_calls, workspace)
     except Exception as error:
         result, checks = RunResult(status="error", error=f"{type(error).__name__}: {error}"), []

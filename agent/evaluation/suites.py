@@ -21,15 +21,26 @@ Checks (all given must hold; a run whose status is not "final" fails whatever th
   given its parameter's documented default counts as left out. Any other call made must repeat a matched
   one exactly; a call to another tool, or to an expected one with other arguments, fails the check.
 - no_call: true: no tool may be called (a question no offered tool fits).
+- some_call: true: at least one tool must be called.
+- bfcl_match: the calls the run must make, scored as the Berkeley Function Calling Leaderboard scores them
+  (agent/evaluation/bfcl_scoring.py): [{"tool", "arguments": {arg: [acceptable values, "" if it may be left
+  out]}}]; only with the line's own tools, whose parameter types it reads.
 Checks read every call the run made, malformed ones included; a reply whose every call is malformed is
 re-asked, not made.
 
 A line may bring its own tools instead of the built-in ones: "tools" is a list of OpenAI function specs
 and "results" scripts their answers ({tool: [{"when": {arg: [values]}, "result": ...}, {"result": default}]},
 see agent/evaluation/scripted_tools.py); the run then sees only those tools.
+
+Optional fields of a line shape the run: "instructions" are given to it as the user's own (after the
+protocol's system prompt), "history" is the conversation before the task ([{"role": "user" or "assistant",
+"content"}]), and "one_reply": true ends the run at the model's first usable reply (after any re-asks): its
+calls are what the checks read, and none is run.
 """
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import math
 import re
@@ -42,6 +53,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from agent.config import ConfigError
+from agent.evaluation.bfcl_scoring import TYPES as BFCL_TYPES, bfcl_match
 from agent.evaluation.scripted_tools import accepts, same, scripted_registry
 
 BUILTIN = "built-in"
@@ -69,6 +81,10 @@ _rule = {"type": "object", "required": ["result"], "additionalProperties": False
 _expected_call = {"type": "object", "required": ["tool"], "additionalProperties": False,
                   "properties": {"tool": _name, "arguments": _pattern,
                                  "optional": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}
+_bfcl_call = {"type": "object", "required": ["tool", "arguments"], "additionalProperties": False,
+              "properties": {"tool": _name, "arguments": {"type": "object", "additionalProperties": {"type": "array"}}}}
+_message = {"type": "object", "required": ["role", "content"], "additionalProperties": False,
+            "properties": {"role": {"enum": ["user", "assistant"]}, "content": {"type": "string"}}}
 TASK_SCHEMA = {
     "type": "object",
     "required": ["id", "task", "checks"],
@@ -80,6 +96,9 @@ TASK_SCHEMA = {
         "files": {"type": "object", "propertyNames": _path, "additionalProperties": {"type": "string"}},
         "tools": {"type": "array", "minItems": 1, "items": _tool_spec},
         "results": {"type": "object", "additionalProperties": {"type": "array", "minItems": 1, "items": _rule}},
+        "instructions": {"type": "string", "minLength": 1},
+        "history": {"type": "array", "items": _message},
+        "one_reply": {"type": "boolean"},
         "checks": {
             "type": "object",
             "minProperties": 1,
@@ -99,6 +118,8 @@ TASK_SCHEMA = {
                 "tools_not_called": _strings,
                 "calls_match": {"type": "array", "minItems": 1, "items": _expected_call},
                 "no_call": {"const": True},
+                "some_call": {"const": True},
+                "bfcl_match": {"type": "array", "minItems": 1, "items": _bfcl_call},
             },
         },
     },
@@ -116,6 +137,9 @@ class Task:
     line: int = 0
     tools: list[dict] = field(default_factory=list)  # OpenAI function specs; empty: the built-in tools
     results: dict[str, list[dict]] = field(default_factory=dict)  # scripted answers, by tool
+    instructions: str = ""  # given to the run as the user's own
+    history: list[dict] = field(default_factory=list)  # the conversation before the task
+    one_reply: bool = False  # the run ends at the first usable reply; its calls are checked, none is run
 
 
 def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> list[Task]:
@@ -150,17 +174,26 @@ def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> l
 def _parse_line(line: str, number: int, tool_names: set[str] | None) -> Task:
     try:
         data = json.loads(line, parse_constant=_not_a_number, parse_float=_finite, parse_int=_integer)
-        error = best_match(_validator.iter_errors(data))
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON: {error.msg} (column {error.colno})") from None
     except RecursionError:
         raise ValueError("nested too deeply; a task is a flat object of a few levels") from None
     except ValueError as error:  # NaN, Infinity, a number too large
         raise ValueError(f"not valid JSON: {error}") from None
+    return make_task(data, number, tool_names)
+
+
+def make_task(data, number: int = 0, tool_names: set[str] | None = None) -> Task:
+    """The task of one suite line's decoded JSON, checked as a line is; ValueError says what is wrong."""
+    try:
+        error = best_match(_validator.iter_errors(data))
+    except RecursionError:
+        raise ValueError("nested too deeply; a task is a flat object of a few levels") from None
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path)
         message = error.message if len(error.message) <= 200 else error.message[:199] + "…"
         raise ValueError(f"{at + ': ' if at else ''}{message}")
+    data = {**data, "checks": copy.deepcopy(data["checks"])}  # the checks get what they read added: not the caller's
     paths = list(data.get("files", {})) + list(data["checks"].get("file_equals", {}))
     for relative in paths:
         problem = unsafe_path(relative)
@@ -168,7 +201,8 @@ def _parse_line(line: str, number: int, tool_names: set[str] | None) -> Task:
             raise ValueError(f"path {relative!r} {problem}")
     _check_tool_use(data, tool_names)
     return Task(data["id"], data["task"], data["checks"], data.get("files", {}), data.get("category", ""), number,
-                data.get("tools", []), data.get("results", {}))
+                data.get("tools", []), data.get("results", {}), data.get("instructions", ""),
+                data.get("history", []), data.get("one_reply", False))
 
 
 def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
@@ -181,10 +215,14 @@ def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
         tool_names = set(parameters)
     elif "results" in data:
         raise ValueError("results script the line's own tools; add \"tools\" or remove \"results\"")
-    if checks.get("no_call") and "calls_match" in checks:
-        raise ValueError("checks: no_call and calls_match contradict each other; keep one")
-    calls = checks.get("calls_match", [])
-    named = set(checks.get("tools_called", [])) | set(checks.get("tools_not_called", [])) | {c["tool"] for c in calls}
+    for other in ("calls_match", "bfcl_match", "some_call"):
+        if checks.get("no_call") and other in checks:
+            raise ValueError(f"checks: no_call and {other} contradict each other; keep one")
+    calls, scored = checks.get("calls_match", []), checks.get("bfcl_match", [])
+    if scored and parameters is None:
+        raise ValueError("checks/bfcl_match reads the types of the line's own tools; add \"tools\"")
+    named = set(checks.get("tools_called", [])) | set(checks.get("tools_not_called", [])) | {
+        c["tool"] for c in calls + scored}
     unknown = sorted(named - tool_names) if tool_names is not None else []
     if unknown:
         raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names))}")
@@ -193,6 +231,18 @@ def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
         expected["defaults"] = {name: spec["default"] for name, spec in
                                 parameters[expected["tool"]].get("properties", {}).items()
                                 if isinstance(spec, dict) and "default" in spec}  # passing one is leaving it out
+    for index, expected in enumerate(scored):
+        expected["parameters"] = _typed(parameters[expected["tool"]], expected["tool"], f"checks/bfcl_match/{index}")
+
+
+def _typed(parameters: dict, tool: str, at: str) -> dict:
+    """The tool's parameters, once each is known to have one of the types bfcl_match reads."""
+    for name, spec in parameters.get("properties", {}).items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if not isinstance(kind, str) or kind not in BFCL_TYPES:
+            raise ValueError(f"{at}: parameter {name!r} of {tool} has the type {_short(kind)}; bfcl_match reads one "
+                             f"of {', '.join(BFCL_TYPES)}")
+    return parameters
 
 
 def _own_tools(specs: list[dict], results: dict) -> dict[str, dict]:
@@ -344,6 +394,15 @@ def _no_call(expected, answer, calls, workspace, now):
     return not calls, f"called: {', '.join(names)}" if calls else "no call made"
 
 
+def _some_call(expected, answer, calls, workspace, now):
+    names = list(dict.fromkeys(c["tool"] for c in calls))
+    return bool(calls), f"called: {', '.join(names)}" if calls else "no call made"
+
+
+def _bfcl_match(expected, answer, calls, workspace, now):
+    return bfcl_match(expected, calls)
+
+
 def _calls_match(expected, answer, calls, workspace, now):
     """Each expected call is matched by a distinct call made, in any order; every other call made must
     repeat a matched one exactly (same tool, same arguments); a call to anything else fails the check."""
@@ -416,7 +475,28 @@ CHECKS = {
     "tools_not_called": _tools_not_called,
     "calls_match": _calls_match,
     "no_call": _no_call,
+    "some_call": _some_call,
+    "bfcl_match": _bfcl_match,
 }
+
+
+def sample(tasks: list[Task], per_category: int, seed: int) -> list[Task]:
+    """At most ``per_category`` tasks of each category, in suite order (see `sampled`)."""
+    chosen = sampled([(t.category, t.id) for t in tasks], per_category, seed)
+    return [t for t in tasks if t.id in chosen]
+
+
+def sampled(tasks: list[tuple[str, str]], per_category: int, seed: int) -> set[str]:
+    """The ids of at most ``per_category`` of the (category, id) pairs of each category: those whose SHA-256 of the
+    seed and their id ranks lowest, so the same seed always picks the same tasks, and a larger sample keeps them."""
+    def rank(task_id: str) -> str:
+        return hashlib.sha256(f"{seed}:{task_id}".encode()).hexdigest()
+
+    chosen = set()
+    for category in dict.fromkeys(category for category, _ in tasks):
+        chosen.update(sorted((i for c, i in tasks if c == category), key=rank)[:per_category])
+    return chosen
+
 
 _SEPARATOR = re.compile(r"(?<=\d)[,'\u00a0\u2009\u202f ](?=\d{3}(?!\d))")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
