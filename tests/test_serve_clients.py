@@ -2,13 +2,11 @@
 answers in the prompt protocol): openai-agents, whose default model speaks the Responses API, and pydantic-ai over
 both APIs, each with a function tool and with structured output. The `clients` extra installs them."""
 import asyncio
-import json
 
 import pytest
 from pydantic import BaseModel
 
-from tests.openai_server import ScriptedServer
-from tests.serve_support import serving
+from tests.serve_support import serve_fixtures
 from tests.support import action
 
 pytest.importorskip("starlette")
@@ -20,28 +18,8 @@ class Product(BaseModel):
     product: int
 
 
-def final(answer) -> str:
-    return json.dumps({"type": "final", "answer": answer})
 
-
-@pytest.fixture(scope="module")
-def upstream():
-    with ScriptedServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture(scope="module")
-def served(upstream):
-    with serving("--upstream-url", upstream.url, "--model", "m") as (url, _, said):
-        yield url, said
-
-
-@pytest.fixture
-def up(upstream):
-    upstream._steps.clear()
-    upstream.requests.clear()
-    yield upstream
-    assert not upstream.pending, "a queued upstream reply was not used"
+upstream, served, up, client = serve_fixtures()
 
 
 def multiply(a: int, b: int) -> int:
@@ -87,7 +65,7 @@ def test_openai_agents_output_type_with_a_tool_gets_json_valid_for_its_model(ser
     sdk, run_config = agents
     agent = sdk.Agent(name="calc", instructions="Use the tools.", tools=[sdk.function_tool(multiply)],
                       output_type=Product)
-    up.replies(action("multiply", a=6, b=7), final("42"), final({"factors": [6, 7], "product": 42}))
+    up.replies(action("multiply", a=6, b=7), action(answer="42"), action(answer={"factors": [6, 7], "product": 42}))
     result = sdk.Runner.run_sync(agent, "What is 6 times 7?", run_config=run_config(served[0]))
     assert result.final_output == Product(factors=[6, 7], product=42)
     reask = up.requests[2]["body"]["messages"][-1]["content"]
@@ -98,7 +76,7 @@ def test_openai_agents_output_type_with_a_tool_gets_json_valid_for_its_model(ser
 def test_openai_agents_streamed_run(served, up, agents):
     sdk, run_config = agents
     agent = sdk.Agent(name="calc", tools=[sdk.function_tool(multiply)], output_type=Product)
-    up.replies(action("multiply", a=6, b=7), final({"factors": [6, 7], "product": 42}))
+    up.replies(action("multiply", a=6, b=7), action(answer={"factors": [6, 7], "product": 42}))
 
     async def run():
         result = sdk.Runner.run_streamed(agent, "What is 6 times 7?", run_config=run_config(served[0]))
@@ -138,7 +116,7 @@ def test_pydantic_ai_native_output_with_a_tool(up, pydantic_model):
     from pydantic_ai import Agent, NativeOutput
 
     agent = Agent(pydantic_model, output_type=NativeOutput(Product), tools=[multiply])
-    up.replies(action("multiply", a=6, b=7), final({"factors": [6, 7]}), final({"factors": [6, 7], "product": 42}))
+    up.replies(action("multiply", a=6, b=7), action(answer={"factors": [6, 7]}), action(answer={"factors": [6, 7], "product": 42}))
     assert agent.run_sync("What is 6 times 7?").output == Product(factors=[6, 7], product=42)
     reask = up.requests[2]["body"]["messages"][-1]["content"]
     assert "(schema): $.answer: 'product' is a required property" in reask

@@ -11,8 +11,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.openai_server import ScriptedServer
-from tests.serve_support import serving
+from tests.serve_support import serve_fixtures, serving
 from tests.support import action
 
 pytest.importorskip("starlette")
@@ -29,34 +28,8 @@ SUM = {"type": "object", "properties": {"expression": {"type": "string"}, "value
 AS_JSON = {"format": {"type": "json_schema", "name": "result", "schema": SUM, "strict": True}}
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    with ScriptedServer() as scripted:
-        yield scripted
+upstream, served, up, client = serve_fixtures("--timeout", "10", "--max-reasks", "2")
 
-
-@pytest.fixture(scope="module")
-def served(upstream):
-    with serving("--upstream-url", upstream.url, "--model", "up-model", "--timeout", "10",
-                 "--max-reasks", "2") as (url, _, said):
-        yield url, said
-
-
-@pytest.fixture
-def up(upstream):
-    upstream._steps.clear()
-    upstream.requests.clear()
-    yield upstream
-    assert not upstream.pending, "a queued upstream reply was not used"
-
-
-@pytest.fixture
-def client(served):
-    return openai.OpenAI(base_url=served[0], api_key="unused", max_retries=0, timeout=20)
-
-
-def final(answer) -> str:
-    return json.dumps({"type": "final", "answer": answer})
 
 
 def run_loop(client, create, **fields) -> tuple[object, list]:
@@ -129,8 +102,8 @@ def test_create_with_stream_true_yields_numbered_events(up, client):
 
 
 def test_structured_output_with_tools_calls_a_tool_then_answers_json_valid_against_the_schema(up, client):
-    up.replies(action("add", a=2, b=3), action("multiply", a=5, b=4), final("20"),
-               final({"expression": "(2 + 3) * 4", "value": 20}))
+    up.replies(action("add", a=2, b=3), action("multiply", a=5, b=4), action(answer="20"),
+               action(answer={"expression": "(2 + 3) * 4", "value": 20}))
     reasks = []
 
     def create(**fields):
@@ -152,13 +125,13 @@ def test_responses_parse_with_a_pydantic_text_format(up, client):
         expression: str
         value: float
 
-    up.replies(final({"expression": "2 + 3", "value": 5}))
+    up.replies(action(answer={"expression": "2 + 3", "value": 5}))
     response = client.responses.parse(model="m", input="2 + 3?", tools=[ADD], text_format=Sum)
     assert response.output_parsed == Sum(expression="2 + 3", value=5)
 
 
 def test_an_answer_that_never_fits_the_schema_is_a_502_with_the_last_error(up, client):
-    up.replies(final("20"), final({"value": 20}), final({"expression": "x", "value": "twenty"}))
+    up.replies(action(answer="20"), action(answer={"value": 20}), action(answer={"expression": "x", "value": "twenty"}))
     with pytest.raises(openai.APIStatusError) as caught:
         client.responses.create(model="m", input=QUESTION, tools=TOOLS, text=AS_JSON)
     assert caught.value.status_code == 502
@@ -179,7 +152,7 @@ def test_previous_response_id_continues_a_kept_conversation(up, client):
     assert sent[1:] == [{"role": "user", "content": "2 + 3?"},
                         {"role": "assistant", "content": action("add", a=2, b=3)},
                         {"role": "user", "content": "Result of add:\n5\n"},
-                        {"role": "assistant", "content": final("5")},
+                        {"role": "assistant", "content": action(answer="5")},
                         {"role": "user", "content": "And doubled?"}]
     assert "Be brief." not in sent[0]["content"]  # instructions are not carried over, as OpenAI's are not
 
@@ -330,8 +303,8 @@ def test_kept_conversations_are_bounded():
 
 
 def test_concurrent_responses_are_each_answered(up, client):
-    up.answer_when(lambda body: "first" in json.dumps(body["messages"][1:]), final("one"), delay=0.5)
-    up.answer_when(lambda body: "second" in json.dumps(body["messages"][1:]), final("two"))
+    up.answer_when(lambda body: "first" in json.dumps(body["messages"][1:]), action(answer="one"), delay=0.5)
+    up.answer_when(lambda body: "second" in json.dumps(body["messages"][1:]), action(answer="two"))
     answers = {}
 
     def ask(word):

@@ -7,8 +7,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.openai_server import ScriptedServer
-from tests.serve_support import serving
+from tests.serve_support import serve_fixtures, serving
 from tests.support import action
 
 pytest.importorskip("starlette")
@@ -22,37 +21,12 @@ AS_JSON = {"type": "json_schema", "json_schema": {"name": "result", "schema": SU
 QUESTION = [{"role": "user", "content": "What is 2 + 3?"}]
 
 
-def final(answer) -> str:
-    return json.dumps({"type": "final", "answer": answer})
 
-
-@pytest.fixture(scope="module")
-def upstream():
-    with ScriptedServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture(scope="module")
-def served(upstream):
-    with serving("--upstream-url", upstream.url, "--model", "m", "--max-reasks", "2") as (url, _, said):
-        yield url, said
-
-
-@pytest.fixture
-def up(upstream):
-    upstream._steps.clear()
-    upstream.requests.clear()
-    yield upstream
-    assert not upstream.pending, "a queued upstream reply was not used"
-
-
-@pytest.fixture
-def client(served):
-    return openai.OpenAI(base_url=served[0], api_key="unused", max_retries=0, timeout=20)
+upstream, served, up, client = serve_fixtures("--max-reasks", "2")
 
 
 def test_a_tool_call_then_a_json_answer_valid_against_the_schema_after_a_re_ask(up, client):
-    up.replies(action("add", a=2, b=3), final("5"), final({"expression": "2 + 3", "value": 5}))
+    up.replies(action("add", a=2, b=3), action(answer="5"), action(answer={"expression": "2 + 3", "value": 5}))
     messages = list(QUESTION)
     first = client.chat.completions.create(model="m", messages=messages, tools=[ADD], response_format=AS_JSON)
     call = first.choices[0].message.tool_calls[0]
@@ -72,7 +46,7 @@ def test_a_tool_call_then_a_json_answer_valid_against_the_schema_after_a_re_ask(
 
 
 def test_streamed_the_json_answer_arrives_as_content(up, client):
-    up.replies(final({"expression": "2 + 3", "value": 5}))
+    up.replies(action(answer={"expression": "2 + 3", "value": 5}))
     stream = client.chat.completions.create(model="m", messages=QUESTION, tools=[ADD], response_format=AS_JSON,
                                             stream=True)
     content = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
@@ -89,7 +63,7 @@ def test_the_sdks_parse_with_a_pydantic_model_and_a_strict_tool(up, client):
         a: float
         b: float
 
-    up.replies(action("Add", a=2, b=3), final({"expression": "2 + 3", "value": 5}))
+    up.replies(action("Add", a=2, b=3), action(answer={"expression": "2 + 3", "value": 5}))
     tools = [openai.pydantic_function_tool(Add)]
     first = client.chat.completions.parse(model="m", messages=QUESTION, tools=tools, response_format=Sum)
     call = first.choices[0].message.tool_calls[0]
@@ -102,14 +76,14 @@ def test_the_sdks_parse_with_a_pydantic_model_and_a_strict_tool(up, client):
 
 
 def test_json_object_with_tools_asks_for_any_object(up, client):
-    up.replies(final("five"), final({"value": 5}))
+    up.replies(action(answer="five"), action(answer={"value": 5}))
     answer = client.chat.completions.create(model="m", messages=QUESTION, tools=[ADD],
                                             response_format={"type": "json_object"}).choices[0].message.content
     assert json.loads(answer) == {"value": 5}
 
 
 def test_an_answer_that_never_fits_is_a_502_with_the_last_error(up, client):
-    up.replies(final("5"), final({"value": 5}), final({"expression": "2 + 3", "value": "five"}))
+    up.replies(action(answer="5"), action(answer={"value": 5}), action(answer={"expression": "2 + 3", "value": "five"}))
     with pytest.raises(openai.APIStatusError) as caught:
         client.chat.completions.create(model="m", messages=QUESTION, tools=[ADD], response_format=AS_JSON)
     assert caught.value.status_code == 502
@@ -119,7 +93,7 @@ def test_an_answer_that_never_fits_is_a_502_with_the_last_error(up, client):
 
 def test_constrained_the_answer_schema_is_in_what_the_upstream_is_held_to(upstream, up):
     with serving("--upstream-url", upstream.url, "--model", "m", "--constrain") as (url, _, _):
-        up.replies(final({"expression": "2 + 3", "value": 5}))
+        up.replies(action(answer={"expression": "2 + 3", "value": 5}))
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
         answer = client.chat.completions.create(model="m", messages=QUESTION, tools=[ADD], response_format=AS_JSON)
         assert json.loads(answer.choices[0].message.content)["value"] == 5
