@@ -317,3 +317,35 @@ def test_concurrent_responses_are_each_answered(up, client):
         thread.join(20)
     up._rules.clear()
     assert answers == {"first": "one", "second": "two"}
+
+
+def test_items_become_chat_messages_in_order():
+    from agent.serve.responses import to_chat
+
+    translated = to_chat({"instructions": "Be brief.", "input": [
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "What is in this picture, plus 2 + 3?"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me add."}]},
+        {"type": "function_call", "call_id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'},
+        {"type": "function_call", "call_id": "c2", "name": "add", "arguments": '{"a": 1, "b": 1}'},
+        {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "2"}]},
+        {"type": "function_call_output", "call_id": "c1", "output": "5"}],
+        "tools": [ADD], "tool_choice": {"type": "function", "name": "add"}, "max_output_tokens": 9})
+    chat = translated.chat
+    assert chat["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "What is in this picture, plus 2 + 3?"},
+                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA",
+                                                                         "detail": "auto"}}]},
+        {"role": "assistant", "content": "Let me add.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}},
+            {"id": "c2", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "2"},
+        {"role": "tool", "tool_call_id": "c1", "content": "5"}]
+    assert translated.origins == ["instructions", "input[0]", "input[2]", "input[5]", "input[6]"]
+    assert chat["tools"] == [{"type": "function", "function": {
+        "name": "add", "description": "Add two numbers.", "parameters": ADD["parameters"]}}]
+    assert chat["tool_choice"] == {"type": "function", "function": {"name": "add"}} and chat["max_tokens"] == 9
+    assert translated.kept == chat["messages"][1:]  # instructions are not kept for a later response

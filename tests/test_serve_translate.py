@@ -444,3 +444,12 @@ def test_the_order_of_properties_is_kept_as_the_client_wrote_it():
     translated = translate(request(tools=[function(parameters, "search")], response_format=answer_format(answer)))
     assert "- search(query?: string, limit?: integer)" in translated.messages[0]["content"]
     assert list(translated.protocol.output_schema["properties"]) == ["title", "author"]
+
+
+def test_constrained_the_answer_schemas_repetitions_are_bounded_as_a_tools_are():
+    body = request(response_format=answer_format({"type": "string", "maxLength": 10**9}))
+    assert translate(body).protocol.output_schema == {"type": "string", "maxLength": 10**9}
+    with pytest.raises(RequestError) as caught:
+        translate(body, constrain=True)
+    assert "maxLength 1000000000 is over" in caught.value.message
+    assert caught.value.param == "response_format.json_schema.schema"
