@@ -24,6 +24,7 @@ TRUNCATED = ("your reply was cut off (it hit the token limit) before the JSON wa
 TOO_LONG = "your reply was {:,} characters long, over the limit of {:,}; send one short JSON action"
 TOO_DEEP = f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)"
 TOO_MANY_DIGITS = "a number in the JSON has too many digits (more than {}); send long numbers as strings"
+ANSWER_NOTE = "the answer must be a JSON value valid against the answer schema"
 MULTIPLE = "found {} JSON actions; send exactly one (or a JSON array of tool_call objects to run several calls)"
 
 NO_ARITHMETIC = "\nJSON has no arithmetic: work the value out and write the number itself, not an expression"
@@ -92,31 +93,36 @@ class ActionSchema:
     compiled once: the final answer's branch, a branch per tool, and whether a batch of calls is allowed. A reply
     is checked against the one branch its `type` and `tool` pick. Made by action_schema."""
 
-    def __init__(self, final: dict | None, calls: dict[str, dict], batch: dict | None):
+    def __init__(self, final: dict | None, calls: dict[str, dict], batch: dict | None, answer: dict | None = None):
         self.schema = {"anyOf": [*([final] if final else []), *calls.values(), *([batch] if batch else [])]}
         Draft202012Validator.check_schema(self.schema)
         self.final = Draft202012Validator(final) if final else None  # None: a final answer is not allowed
+        self.answer = Draft202012Validator(answer) if answer is not None else None  # None: the answer is text
         self.tools = {name: Draft202012Validator(branch) for name, branch in calls.items()}
         self.arguments = {name: Draft202012Validator(branch["properties"]["arguments"])
                           for name, branch in calls.items()}
         self.batch = batch is not None
 
 
-def action_schema(tools: dict[str, dict], batch: bool = True, final: bool = True) -> ActionSchema:
+def action_schema(tools: dict[str, dict], batch: bool = True, final: bool = True,
+                  answer: dict | None = None) -> ActionSchema:
     """The action schema for tools given as name -> parameters; ``batch``: a JSON array of calls is allowed too;
-    ``final``: a final answer is allowed (without it, a reply must call a tool)."""
+    ``final``: a final answer is allowed (without it, a reply must call a tool); ``answer``: the JSON Schema
+    the final answer's value must be valid against (self-contained: no $ref), instead of a text."""
     if not (final or tools):
         raise ValueError("an action schema needs the final answer or at least one tool")
-    answer = {"type": "object",
-              "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
-              "required": ["type", "answer"], "additionalProperties": False}
+    final_branch = {"type": "object",
+                    "properties": {"type": {"const": "final"},
+                                   "answer": {"type": "string"} if answer is None else copy.deepcopy(answer)},
+                    "required": ["type", "answer"], "additionalProperties": False}
     calls = {name: {"type": "object",
                     "properties": {"type": {"const": "tool_call"}, "tool": {"const": name},
                                    "arguments": copy.deepcopy(parameters)},
                     "required": ["type", "tool", "arguments"], "additionalProperties": False}
              for name, parameters in tools.items()}
     array = {"type": "array", "items": {"anyOf": list(calls.values())}, "minItems": 1, "maxItems": MAX_BATCH}
-    return ActionSchema(answer if final else None, calls, array if batch and calls else None)
+    return ActionSchema(final_branch if final else None, calls, array if batch and calls else None,
+                        answer if final else None)
 
 
 def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | None = None) -> Parsed:
@@ -137,6 +143,33 @@ def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | N
             raise ParseError("truncated", TRUNCATED) from error
         raise
     return Parsed(scrub(found.value), found.repairs)
+
+
+def parse_answer(text: str | None, answer: Draft202012Validator, finish_reason: str | None = None) -> object:
+    """A reply that is an answer as JSON (native mode's answer with an answer schema): its reasoning dropped, the
+    JSON taken whole (or from a fenced block), decoded strictly and validated by ``answer``. Raises ParseError."""
+    text = _strip_reasoning(text or "").strip()
+    fenced = _FENCE.fullmatch(text)
+    try:
+        if len(text) > MAX_REPLY_CHARS:
+            raise ParseError("too_long", TOO_LONG.format(len(text), MAX_REPLY_CHARS))
+        if not text:
+            raise ParseError("no_json", "the reply was empty; answer with the JSON value")
+        body = fenced[1] if fenced else text
+        try:
+            value = _loads(body)
+        except json.JSONDecodeError as error:
+            raise _invalid_json(body, error.pos, error.msg) from None
+        if _deeper_than(value, MAX_DEPTH):
+            raise ParseError("invalid_json", TOO_DEEP)
+    except ParseError as error:
+        if finish_reason == "length":
+            raise ParseError("truncated", TRUNCATED) from error
+        raise
+    error = best_match(answer.iter_errors(value))
+    if error is not None:
+        raise ParseError("schema", f"${error.json_path[1:]}: {_describe(error)} ({ANSWER_NOTE})")
+    return scrub(value)
 
 
 def load_json(text: str) -> object:
@@ -493,7 +526,12 @@ def _validate(value: object, actions: ActionSchema) -> None:
             if not _plainly_valid(item, actions, batch=True):
                 _check_item(item, f"$[{index}]", None, actions.tools)
     elif not _plainly_valid(value, actions):
-        _check_item(value, "$", actions.final, actions.tools, batch=False)
+        try:
+            _check_item(value, "$", actions.final, actions.tools, batch=False)
+        except ParseError as error:
+            if actions.answer is not None and error.message.startswith("$.answer"):
+                raise ParseError("schema", f"{error.message} ({ANSWER_NOTE})") from None
+            raise
 
 
 _CALL_KEYS, _FINAL_KEYS = {"type", "tool", "arguments"}, {"type", "answer"}
@@ -507,8 +545,9 @@ def _plainly_valid(item: object, actions: ActionSchema, batch: bool = False) -> 
     if (item.keys() == _CALL_KEYS and item["type"] == "tool_call" and isinstance(item["tool"], str)
             and item["tool"] in actions.arguments):
         return actions.arguments[item["tool"]].is_valid(item["arguments"])
-    return (not batch and actions.final is not None and item.keys() == _FINAL_KEYS and item["type"] == "final"
-            and isinstance(item["answer"], str))
+    if batch or actions.final is None or item.keys() != _FINAL_KEYS or item["type"] != "final":
+        return False
+    return isinstance(item["answer"], str) if actions.answer is None else actions.answer.is_valid(item["answer"])
 
 
 def _check_item(item: object, prefix: str, final: Draft202012Validator | None,

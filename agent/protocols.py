@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 
 from agent import prompts
 from agent.models import Reply, tool_call
-from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action
-from agent.streaming import ContentReader, FinalAnswerReader
+from jsonschema import Draft202012Validator
+
+from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action, parse_answer
+from agent.streaming import ContentReader, FinalAnswerReader, Unshown
 from agent.text import scrub
 from agent.tools.registry import unknown_tool
 
@@ -61,20 +63,26 @@ class PromptProtocol:
 
     name = "prompt"
 
-    def __init__(self, registry, constrain: bool = False, choice: str = "auto", parallel: bool = True):
+    def __init__(self, registry, constrain: bool = False, choice: str = "auto", parallel: bool = True,
+                 output_schema: dict | None = None):
         """``choice`` narrows what a reply may be, as OpenAI's tool_choice does: "auto" (a call or the final
         answer), "none" (the final answer), "required" (calls), or a tool's name (calls to it alone);
-        ``parallel`` false allows one call per reply. Both change the schema, so the constraint too."""
+        ``parallel`` false allows one call per reply. Both change the schema, so the constraint too.
+        ``output_schema`` (a JSON Schema without $refs): the final answer is a JSON value valid against it, not
+        a text; the final action carries it, so the schema and the constraint hold it too."""
         self.registry = registry
+        self.output_schema = output_schema
         tools = registry.parameters()
         if choice == "none":
             tools = {}
         elif choice not in ("auto", "required"):
             tools = {choice: tools[choice]}
-        self.actions = action_schema(tools, batch=parallel, final=choice in ("auto", "none"))
+        self.actions = action_schema(tools, batch=parallel, final=choice in ("auto", "none"), answer=output_schema)
         self.rules = "" if choice == "auto" else prompts.render(f"choice_{choice}" if choice in ("none", "required")
                                                                else "choice_tool", tool=choice)
         self.rules += "" if parallel or not tools else prompts.load("one_call")
+        if output_schema is not None:
+            self.rules += prompts.render("output_schema", schema=json.dumps(output_schema, ensure_ascii=False))
         self.options: dict = {}
         if constrain:
             self.options["response_format"] = {
@@ -91,23 +99,24 @@ class PromptProtocol:
                               names=", ".join(t.name for t in tools) or "(none)",
                               example=example).rstrip() + "\n" + (f"\n{self.rules}" if self.rules else "")
 
-    @staticmethod
-    def answer_reader() -> FinalAnswerReader:
-        """What shows a reply's answer as it streams in: the final action's answer field."""
-        return FinalAnswerReader()
+    def answer_reader(self) -> FinalAnswerReader | Unshown:
+        """What shows a reply's answer as it streams in: the final action's answer field (nothing of an answer
+        that is JSON: it is shown whole at the end)."""
+        return FinalAnswerReader() if self.output_schema is None else Unshown()
 
     def parse(self, reply: Reply) -> Turn:
         try:
             parsed = parse_action(reply.content, self.actions, reply.finish_reason)
         except ParseError as error:
-            reask = prompts.render("reask", kind=error.kind, problem=error.message,
-                                   expected=prompts.load("action_format"))
+            expected = prompts.load("action_format") + (prompts.load("output_format") if self.output_schema else "")
+            reask = prompts.render("reask", kind=error.kind, problem=error.message, expected=expected)
             failed = {"role": "assistant", "content": scrub(reply.content or "")}
             return Reask(error.kind, error.message, [failed, {"role": "user", "content": reask}])
         value = parsed.value
         message = {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)}
         if isinstance(value, dict) and value["type"] == "final":
-            return Final(value["answer"], message, parsed.repairs)
+            answer = value["answer"] if self.output_schema is None else json.dumps(value["answer"], ensure_ascii=False)
+            return Final(answer, message, parsed.repairs)
         actions = value if isinstance(value, list) else [value]
         return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
 
@@ -212,18 +221,27 @@ class NativeProtocol:
 
     name = "native"
 
-    def __init__(self, registry):
+    def __init__(self, registry, output_schema: dict | None = None):
+        """``output_schema`` (a JSON Schema): the answer is a JSON value valid against it, checked here and
+        re-asked when it is not; it is not sent as response_format (a grammar-constrained upstream, llama.cpp's,
+        would hold the tool calls to it too, and many servers refuse response_format with tools)."""
         self.registry = registry
         self.options = {"tools": registry.openai_tools()}
+        self.output_schema = output_schema
+        self.answer = Draft202012Validator(output_schema) if output_schema is not None else None
 
     def system_prompt(self) -> str:
         """The rules both protocols share and the offered tools' own hints; the API carries the tools."""
-        return prompts.render("native_protocol", hints=_hints(self.registry))
+        prompt = prompts.render("native_protocol", hints=_hints(self.registry))
+        if self.output_schema is not None:
+            prompt += "\n" + prompts.render("native_output_schema",
+                                            schema=json.dumps(self.output_schema, ensure_ascii=False))
+        return prompt
 
-    @staticmethod
-    def answer_reader() -> ContentReader:
-        """What shows a reply's answer as it streams in: its text, unless it begins like a call written out."""
-        return ContentReader()
+    def answer_reader(self) -> ContentReader | Unshown:
+        """What shows a reply's answer as it streams in: its text, unless it begins like a call written out
+        (nothing of an answer that is JSON: it is shown whole at the end)."""
+        return ContentReader() if self.output_schema is None else Unshown()
 
     def parse(self, reply: Reply) -> Turn:
         """Calls whose arguments are checked (or carry the error to answer them with), a final answer, or a re-ask."""
@@ -232,12 +250,21 @@ class NativeProtocol:
                 return self._reask(reply, "truncated", "your reply was cut off at the token limit; answer more briefly")
             if not (reply.content or "").strip():
                 return self._reask(reply, "empty", "the reply was empty; call a tool or answer in text")
+            if self.answer is not None:
+                try:
+                    value = parse_answer(reply.content, self.answer, reply.finish_reason)
+                    answer = json.dumps(value, ensure_ascii=False)
+                    return Final(answer, {"role": "assistant", "content": answer})
+                except ParseError as error:
+                    failure = error
             written = written_call(reply.content)
             if written and written[0] not in self.registry:  # as prompt mode would: a call, to no such tool
                 return self._reask(reply, "unknown_tool", unknown_tool(written[0], self.registry.names))
             if written:  # a call to a real tool, written as text instead of sent as a tool call
                 reply = Reply(tool_calls=[tool_call("call_1", *written)], finish_reason="tool_calls", usage=reply.usage)
                 return self.parse(reply)
+            if self.answer is not None:
+                return self._reask(reply, failure.kind, failure.message)
             answer = scrub(reply.content)
             return Final(answer, {"role": "assistant", "content": answer})
         if len(reply.tool_calls) > MAX_BATCH:

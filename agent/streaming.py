@@ -200,12 +200,20 @@ class ContentReader:
         return text if self.showing else ""
 
 
+class Unshown:
+    """Shows nothing of a reply: for an answer that is JSON, printed whole once it is checked."""
+
+    @staticmethod
+    def feed(text: str) -> str:
+        return ""
+
+
 class Streamed:
     """The model, with each reply's answer shown as it arrives: ``reader()`` makes the protocol's reader for a
     reply, and ``display`` gets ``start()``, ``show(text)`` for each piece and ``end()``. A model without
     ``stream`` is asked as usual, and shows nothing until the run prints its answer."""
 
-    def __init__(self, model, reader: Callable[[], FinalAnswerReader | ContentReader], display):
+    def __init__(self, model, reader: Callable[[], FinalAnswerReader | ContentReader | Unshown], display):
         self.model, self.reader, self.display = model, reader, display
 
     def complete(self, messages: list[dict], **options):

@@ -248,3 +248,28 @@ def test_a_streamed_native_tool_call_is_assembled(local_model):
     whole = local_model.complete(messages, **protocol.options)
     streamed = local_model.stream(messages, lambda text: None, **protocol.options)
     assert streamed.finish_reason == "tool_calls" and streamed.tool_calls == whole.tool_calls
+
+
+CITY = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"], "additionalProperties": False}
+
+
+def test_the_grammar_holds_the_final_answer_to_an_output_schema():
+    pytest.importorskip("llama_cpp")
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    protocol = PromptProtocol(builtin_registry("."), constrain=True, output_schema=CITY)
+    grammar = gbnf(json.dumps(protocol.options["response_format"]["json_schema"]["schema"]))
+    LlamaGrammar.from_string(grammar, verbose=False)
+    rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines() if " ::= " in line)
+    answer = next(rule for name, rule in rules.items() if name.endswith("-answer-kv"))
+    assert answer.startswith('"\\"answer\\"" space ":" space ')
+    held_to = rules[answer.rsplit(" ", 1)[1]]  # the answer's value: the schema's object, not a string
+    assert "city-kv" in held_to and "population-kv" in held_to
+
+
+def test_a_constrained_answer_is_json_valid_against_the_output_schema(local_model, tmp_path):
+    protocol = PromptProtocol(Registry(), constrain=True, output_schema=CITY)  # no tools: the answer at once
+    result = run(local_model, protocol, "Name the capital of France and its population.", tmp_path, max_steps=1)
+    assert result.status == "final" and result.reasks == 0
+    jsonschema.validate(json.loads(result.answer), CITY)

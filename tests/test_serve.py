@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from tests.openai_server import ScriptedServer
-from tests.serve_support import serving
+from tests.serve_support import serve_fixtures, serving
 from tests.support import action, child_env
 
 pytest.importorskip("starlette")
@@ -29,30 +29,7 @@ FUNCTIONS = {"add": lambda a, b: a + b, "multiply": lambda a, b: a * b}
 QUESTION = [{"role": "user", "content": "What is (2 + 3) * 4?"}]
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    with ScriptedServer() as scripted:
-        yield scripted
-
-
-@pytest.fixture(scope="module")
-def served(upstream):
-    with serving("--upstream-url", upstream.url, "--model", "up-model", "--timeout", "10") as (url, _, said):
-        yield url, said
-
-
-@pytest.fixture
-def up(upstream):
-    """The shared upstream, with nothing queued and no request recorded."""
-    upstream._steps.clear()
-    upstream.requests.clear()
-    yield upstream
-    assert not upstream.pending, "a queued upstream reply was not used"
-
-
-@pytest.fixture
-def client(served):
-    return openai.OpenAI(base_url=served[0], api_key="unused", max_retries=0, timeout=20)
+upstream, served, up, client = serve_fixtures("--timeout", "10")
 
 
 def sent(request) -> list[dict]:

@@ -5,7 +5,7 @@ import pytest
 
 from agent.models import Reply
 from agent.parsing import ParseError, parse_action
-from agent.protocols import PromptProtocol
+from agent.protocols import PromptProtocol, Reask
 from agent.serve import translate as translation
 from agent.serve.translate import (CACHED_CHARS, MAX_TOOLS, RequestError, chunks, completion, conversation, passed_on,
                                    plain, tool_registry, translate)
@@ -206,6 +206,10 @@ def nested(levels: int, leaf=None) -> dict:
     return schema
 
 
+def answer_format(schema: dict) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}
+
+
 def function(parameters: dict, name: str = "f", description: str = "") -> dict:
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
@@ -257,7 +261,24 @@ DEEP_DEFAULT = {"type": "object", "properties": {"x": {"type": "array", "default
     (request(parallel_tool_calls="no"), "parallel_tool_calls must be true or false", "parallel_tool_calls"),
     (request(n=3), "n must be 1", "n"),
     (request(stream="yes"), "stream must be true or false", "stream"),
-    (request(response_format={"type": "json_object"}), "response_format cannot be combined with tools", "response_format"),
+    (request(response_format="json"), "response_format must be", "response_format"),
+    (request(response_format={"type": "yaml"}), "response_format must be", "response_format"),
+    (request(response_format={"type": "json_schema", "json_schema": "city"}), "response_format must be",
+     "response_format"),
+    (request(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": []}}),
+     "response_format must be", "response_format"),
+    (request(response_format=answer_format({"type": "objekt"})), "is not a valid JSON Schema",
+     "response_format.json_schema.schema"),
+    (request(response_format=answer_format({"type": "object", "properties": {"n": {"minimum": "one"}}})),
+     "is not a valid JSON Schema: ['properties']['n']['minimum']", "response_format.json_schema.schema"),
+    (request(response_format=answer_format(nested(100))), "is nested more than 64 levels deep",
+     "response_format.json_schema.schema"),
+    (request(response_format=answer_format(HUGE_DESCRIPTION["function"]["parameters"])),
+     "too large once its $refs are inlined", "response_format.json_schema.schema"),
+    (request(response_format=answer_format(RECURSIVE["function"]["parameters"])), "recursive",
+     "response_format.json_schema.schema"),
+    (request(response_format=nested(5000)), "response_format is nested too deeply",
+     "response_format"),
     (request(messages=[]), "messages must be a non-empty array", "messages"),
     (request(messages="hi"), "messages must be a non-empty array", "messages"),
     (request(messages=[{"role": "wizard", "content": "hi"}]), "messages[0] must be an object with a role", "messages[0]"),
@@ -373,3 +394,62 @@ def test_a_huge_history_translates_in_bounded_time():
                      {"role": "tool", "tool_call_id": f"c{i}", "content": "x" * 1000}]
     history = conversation(messages, PromptProtocol(tool_registry([ADD])))
     assert len(history) == 1 + 3 * 2000
+
+
+CITY = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"], "additionalProperties": False}
+
+
+def test_a_json_schema_response_format_with_tools_is_the_final_answers_schema():
+    translated = translate(request(response_format=answer_format(CITY)))
+    protocol = translated.protocol
+    assert protocol.output_schema == CITY
+    assert '"answer" is not a text but a JSON value valid against this JSON Schema:\n' + json.dumps(CITY) in \
+        translated.messages[0]["content"]
+    final = protocol.parse(Reply('{"type": "final", "answer": {"city": "Paris", "population": 2100000}}'))
+    assert json.loads(final.answer) == {"city": "Paris", "population": 2100000}
+    assert completion(final, "m", {})["choices"][0]["message"]["content"] == final.answer
+    reask = protocol.parse(Reply('{"type": "final", "answer": "Paris, with 2.1 million people"}'))
+    assert reask.kind == "schema" and reask.problem == (
+        '$.answer: "Paris, with 2.1 million people" is not of type \'object\' '
+        '(the answer must be a JSON value valid against the answer schema)')
+    call = protocol.parse(Reply('{"type": "tool_call", "tool": "now", "arguments": {}}'))  # tools are still called
+    assert call.calls[0].tool == "now"
+
+
+def test_the_answer_schemas_refs_are_inlined_and_json_object_means_any_object():
+    pydantic_like = {"$defs": {"City": CITY}, "type": "object", "properties": {"cities": {
+        "type": "array", "items": {"$ref": "#/$defs/City"}}}, "required": ["cities"]}
+    protocol = translate(request(response_format=answer_format(pydantic_like)), constrain=True).protocol
+    assert protocol.output_schema["properties"]["cities"]["items"] == CITY
+    grammar_schema = protocol.options["response_format"]["json_schema"]["schema"]
+    assert "$ref" not in json.dumps(grammar_schema)  # the constraint holds the answer too, standing alone
+    assert grammar_schema["anyOf"][0]["properties"]["answer"]["properties"]["cities"]["items"]["properties"] == \
+        CITY["properties"]
+    anything = translate(request(response_format={"type": "json_object"})).protocol
+    assert anything.output_schema == {"type": "object"}
+    assert isinstance(anything.parse(Reply('{"type": "final", "answer": "text"}')), Reask)
+    assert translate(request(response_format={"type": "text"})).protocol.output_schema is None
+
+
+def test_an_earlier_answer_that_is_json_goes_back_as_the_final_actions_value():
+    messages = [USER, {"role": "assistant", "content": '{"city": "Paris", "population": 1}'}, USER]
+    history = translate(request(messages=messages, response_format=answer_format(CITY))).messages
+    assert json.loads(history[2]["content"]) == {"type": "final", "answer": {"city": "Paris", "population": 1}}
+
+
+def test_the_order_of_properties_is_kept_as_the_client_wrote_it():
+    parameters = {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}}
+    answer = {"type": "object", "properties": {"title": {"type": "string"}, "author": {"type": "string"}}}
+    translated = translate(request(tools=[function(parameters, "search")], response_format=answer_format(answer)))
+    assert "- search(query?: string, limit?: integer)" in translated.messages[0]["content"]
+    assert list(translated.protocol.output_schema["properties"]) == ["title", "author"]
+
+
+def test_constrained_the_answer_schemas_repetitions_are_bounded_as_a_tools_are():
+    body = request(response_format=answer_format({"type": "string", "maxLength": 10**9}))
+    assert translate(body).protocol.output_schema == {"type": "string", "maxLength": 10**9}
+    with pytest.raises(RequestError) as caught:
+        translate(body, constrain=True)
+    assert "maxLength 1000000000 is over" in caught.value.message
+    assert caught.value.param == "response_format.json_schema.schema"

@@ -30,7 +30,7 @@ COMMANDS = (*HANDLERS, "help")
 VALUE_OPTIONS = {"--protocol", "--workspace", "--trace", "--base-url", "--api-key", "--model", "-m", "--timeout",
                  "--temperature", "--model-path", "--local-model", "--max-steps", "--max-reasks", "--max-output",
                  "--max-history", "--system", "-s", "--tools", "--shell-timeout", "--memory", "--session",
-                 "--context-window", "--mcp", "--mcp-timeout"}
+                 "--context-window", "--mcp", "--mcp-timeout", "--output-schema"}
 
 
 def main(argv: list[str] | None = None) -> int:

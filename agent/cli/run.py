@@ -51,6 +51,9 @@ def run_parser() -> Parser:
     parser.add_argument("task", nargs="*", help="what the agent should do (words are joined; quoting is safest)")
     parser.add_argument("--version", action="version", version=f"agent {version()}")
     add_run_options(parser)
+    parser.add_argument("--output-schema", type=schema_file, metavar="FILE",
+                        help="a JSON Schema file: the answer is a JSON value valid against it (checked, and re-asked "
+                             "when it is not), printed as JSON")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="print only the answer (and errors)")
     output.add_argument("--json", action="store_true", help="print the whole result as JSON")
@@ -118,6 +121,36 @@ def piped(stdin) -> bool:
     except (OSError, ValueError, AttributeError):  # no file behind it (a test's stand-in, a closed stream)
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+MAX_SCHEMA_BYTES = 1_000_000  # of an --output-schema file
+
+
+def schema_file(path: str) -> dict:
+    """The JSON Schema in the file ``path`` (--output-schema), its $refs inlined and its size bounded as serve
+    bounds a request's; what is wrong with it is a usage error."""
+    from agent.parsing import ParseError, load_json
+    from agent.serve.translate import RequestError, output_schema
+
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_SCHEMA_BYTES + 1)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r} ({error.strerror or error})") from None
+    if len(data) > MAX_SCHEMA_BYTES:
+        raise argparse.ArgumentTypeError(f"{path!r} is over {MAX_SCHEMA_BYTES:,} bytes; pass a smaller JSON Schema")
+    try:
+        schema = load_json(data.decode("utf-8"))
+    except (UnicodeDecodeError, ParseError) as error:
+        reason = error.message if isinstance(error, ParseError) else "not UTF-8 text"
+        raise argparse.ArgumentTypeError(f"{path!r} is not JSON: {' '.join(reason.split())}") from None
+    if not isinstance(schema, dict):
+        raise argparse.ArgumentTypeError(f"{path!r} must hold a JSON Schema object, like "
+                                         '{"type": "object", "properties": {...}}')
+    try:
+        return output_schema(schema, path)
+    except RequestError as error:
+        raise argparse.ArgumentTypeError(error.message) from None
 
 
 def folder(text: str) -> str:
@@ -202,7 +235,8 @@ def build_agent(args, setup: Setup, tools: Toolbox, *, progress: bool, display: 
 
     model = Heartbeat(setup.model) if progress and sys.stderr.isatty() else setup.model
     [make_protocol] = setup.protocols.values()
-    protocol = make_protocol(tools.registry)
+    schema = getattr(args, "output_schema", None)  # the answer's; a helper (spawn_agent) answers in text
+    protocol = make_protocol(tools.registry, **({"output_schema": schema} if schema is not None else {}))
     agent = Agent(Streamed(model, protocol.answer_reader, display) if display else model, tools.registry, protocol,
                   setup.settings, instructions=args.system,
                   context=partial(memory_notes, tools.memory, args.memory) if tools.memory else None)

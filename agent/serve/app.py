@@ -1,6 +1,8 @@
-"""`agent serve`'s web application (starlette): POST /v1/chat/completions and GET /v1/models in OpenAI's format,
-in front of one upstream model. A request with tools goes through the prompt protocol (agent.serve.translate and
-the loop's own Replies: model call, parse, re-asks); one without is passed on unchanged."""
+"""`agent serve`'s web application (starlette): POST /v1/chat/completions, POST /v1/responses and GET /v1/models in
+OpenAI's format, in front of one upstream model. A request with tools goes through the prompt protocol
+(agent.serve.translate and the loop's own Replies: model call, parse, re-asks); a chat completions request without
+is passed on unchanged. A Responses request is answered as the chat completions request it translates to
+(agent.serve.responses)."""
 from __future__ import annotations
 
 import hmac
@@ -20,7 +22,9 @@ from starlette.routing import Route
 
 from agent.loop import Replies, Stop, ignore
 from agent.models import Model, ModelError
+from agent.serve import responses as responses_api
 from agent.serve.disconnects import Cancellable, ClientGone, gathered, relayed, while_connected
+from agent.serve.stored import Stored
 from agent.serve.translate import RequestError, chunks, completion, error_body, passed_on, plain, translate
 
 MAX_BODY = 8 * 2**20  # bytes of a request body; a larger one is refused (413) unread
@@ -52,15 +56,23 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
             {"id": model_name, "object": "model", "created": 0, "owned_by": "agent-serve"}]})
 
     async def chat(request: Request) -> Response:
+        return await guarded(request, chat_body)
+
+    async def chat_body(body: object, receive) -> Response:
+        if isinstance(body, dict) and body.get("tools"):
+            return await with_tools(body, receive)
+        return await pass_on(body, receive)
+
+    async def guarded(request: Request, respond) -> Response:
+        """``respond(body, receive)`` for a request whose key is right and whose body arrived in time and in size,
+        with every failure as its error response."""
         if denied := refused(request):
             return denied
         try:
             with anyio.fail_after(client_timeout):
                 raw = await _read_body(request, max_body)
             body = await run_in_threadpool(_decode, raw) if len(raw) > 65536 else _decode(raw)
-            if isinstance(body, dict) and body.get("tools"):
-                return await with_tools(body, request.receive)
-            return await pass_on(body, request.receive)
+            return await respond(body, request.receive)
         except RequestError as error:
             return _error(error.status, error.message, param=error.param)
         except ModelError as error:
@@ -82,16 +94,61 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
             return request, replies, stop
 
     async def with_tools(body: dict, receive) -> Response:
+        done = await completed(body, receive)
+        if isinstance(done, Response):
+            return done
+        request, done, headers = done
+        if request.stream:
+            return _sse(chunks(done, request.include_usage), headers)
+        return JSONResponse(done, headers=headers)
+
+    async def completed(body: dict, receive) -> tuple | Response:
+        """A tools request's completion (with the request as translated, and the headers), or the 502 saying
+        the upstream's replies stayed malformed."""
         request, replies, turn = await while_connected(receive, answer, body)
         if isinstance(turn, Stop):
             return _error(502, f"the upstream model's reply stayed malformed after {replies.reasks} re-asks "
                                f"({turn.error})", "upstream_error", headers={REASKS_HEADER: str(replies.reasks)})
         counts = replies.counts()
-        done = completion(turn, model_name, counts)
-        headers = {REASKS_HEADER: str(counts["reasks"])}
+        return request, completion(turn, model_name, counts), {REASKS_HEADER: str(counts["reasks"])}
+
+    async def responses(request: Request) -> Response:
+        return await guarded(request, responses_body)
+
+    async def responses_body(body: object, receive) -> Response:
+        """A Responses request, answered as the chat completions request it translates to; its conversation is
+        kept for a later previous_response_id unless it says store: false."""
+        previous = body.get("previous_response_id") if isinstance(body, dict) else None
+        if previous is not None and not isinstance(previous, str):
+            raise RequestError("previous_response_id must be a string: the id of an earlier response",
+                               "previous_response_id")
+        earlier = kept.get(previous) if previous is not None else None
+        if previous is not None and earlier is None:
+            raise RequestError(f"previous_response_id {str(previous)[:80]!r} is not kept here: agent serve keeps the "
+                               f"conversations of its latest {kept.most:,} responses in memory (not those made with "
+                               "store: false, none after a restart); send the whole conversation as input instead",
+                               "previous_response_id")
+        request = responses_api.to_chat(body, earlier)
+        try:
+            if request.chat.get("tools"):
+                done = await completed(request.chat, receive)
+                if isinstance(done, Response):
+                    return done
+                _, done, headers = done
+            else:
+                messages, options = plain(request.chat)
+                reply = await while_connected(receive, lambda gone: Cancellable(model, gone).complete(messages,
+                                                                                                     **options))
+                done, headers = passed_on(reply, model_name), {REASKS_HEADER: "0"}
+        except RequestError as error:
+            raise responses_api.renamed(error, request.origins) from None
+        if request.store:
+            kept.put(request.id, responses_api.kept_messages(request, done))
+        made = responses_api.response(done, request)
         if request.stream:
-            return _sse(chunks(done, request.include_usage), headers)
-        return JSONResponse(done, headers=headers)
+            return StreamingResponse(iter([responses_api.sse(e) for e in responses_api.events(made)]),
+                                     media_type="text/event-stream", headers={"cache-control": "no-cache", **headers})
+        return JSONResponse(made, headers=headers)
 
     async def pass_on(body: object, receive) -> Response:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -131,7 +188,7 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
     async def not_found(request: Request, error: HTTPException) -> Response:
         kind = "not_found_error" if error.status_code == 404 else "invalid_request_error"
         return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}; agent serve answers "
-                                         "POST /v1/chat/completions and GET /v1/models", kind)
+                                         "POST /v1/chat/completions, POST /v1/responses and GET /v1/models", kind)
 
     async def failed(request: Request, error: Exception) -> Response:
         return _error(500, f"internal error of agent serve: {type(error).__name__}: {str(error)[:200]}", "server_error")
@@ -143,7 +200,9 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         yield
 
+    kept = Stored()  # the latest responses' conversations, for previous_response_id
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
+                             Route("/v1/responses", responses, methods=["POST"]),
                              Route("/v1/models", models, methods=["GET"])],
                      exception_handlers={HTTPException: not_found, Exception: failed}, lifespan=lifespan)
 

@@ -13,6 +13,9 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
 from agent.models import Reply
 from agent.parsing import ParseError, load_json
 from agent.protocols import Final, PromptProtocol, Step, ToolCall
@@ -63,15 +66,16 @@ def translate(body: object, constrain: bool = False) -> Translated:
     if not isinstance(parallel, bool):
         raise RequestError("parallel_tool_calls must be true or false", "parallel_tool_calls")
     try:
-        key = json.dumps([body.get("tools"), body.get("tool_choice", "auto"), parallel, constrain], sort_keys=True)
+        answer = json.dumps(body.get("response_format"))
+    except (TypeError, ValueError, RecursionError):
+        raise RequestError("response_format is nested too deeply", "response_format") from None
+    try:
+        key = json.dumps([body.get("tools"), body.get("tool_choice", "auto"), parallel, constrain])
     except (TypeError, ValueError, RecursionError):
         raise RequestError("tools must be a non-empty array of function tools", "tools") from None
-    protocol, system = _protocol(key)
+    protocol, system = _protocol(f"{key}\n{answer}")
     if body.get("n", 1) not in (1, None):
         raise RequestError("n must be 1 in a request with tools", "n")
-    if body.get("response_format") not in (None, {"type": "text"}):
-        raise RequestError("response_format cannot be combined with tools here: the reply's format is the "
-                           "tool-calling protocol's", "response_format")
     protocol = copy.copy(protocol)  # the cached one stays as it is
     protocol.options = {**protocol.options, **sampling(body)}
     stream = body.get("stream", False)
@@ -83,16 +87,19 @@ def translate(body: object, constrain: bool = False) -> Translated:
 
 
 def _protocol(key: str) -> tuple[PromptProtocol, str]:
-    """The protocol for a request's tools, tool_choice, parallel_tool_calls and constraint (JSON, as ``key``) and
-    its system prompt; kept, as clients send the same tools turn after turn and checking their schemas takes
-    most of a request's time here."""
+    """The protocol for a request's tools, tool_choice, parallel_tool_calls and constraint (JSON), then its
+    response_format (JSON, on the next line of ``key``), and its system prompt; kept, as clients send the same
+    tools turn after turn and checking their schemas takes most of a request's time here."""
     with _kept_lock:
         if key in _kept:
             _kept.move_to_end(key)
             return _kept[key][:2]
-    tools, choice, parallel, constrain = json.loads(key)
+    first, answer = key.split("\n")
+    tools, choice, parallel, constrain = json.loads(first)
     registry, size = _registry(tools, constrain)
-    protocol = PromptProtocol(registry, constrain=constrain, choice=_choice(choice, registry), parallel=parallel)
+    output = answer_schema(json.loads(answer), constrain)
+    protocol = PromptProtocol(registry, constrain=constrain, choice=_choice(choice, registry), parallel=parallel,
+                              output_schema=output)
     system = protocol.system_prompt()
     if len(system) > MAX_PROMPT_CHARS:
         raise RequestError(f"the tools' documentation would make a system prompt of {len(system):,} characters "
@@ -160,6 +167,40 @@ def plain(body: dict) -> tuple[list[dict], dict]:
                                '"json_schema", "json_schema": {"name", "schema": {...}}}', "response_format")
         options["response_format"] = response_format
     return messages, options
+
+
+FORMATS = ('response_format must be {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", '
+           '"json_schema": {"name", "schema": {...}}}')
+
+
+def answer_schema(response_format: object, constrain: bool = False) -> dict | None:
+    """The JSON Schema a chat request's response_format holds the final answer to, for a request with tools:
+    None for text, any JSON object for json_object, json_schema's schema checked and bounded (output_schema)."""
+    if response_format is None:
+        return None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    spec = response_format.get("json_schema") if kind == "json_schema" else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if not isinstance(spec, dict) or not isinstance(spec.get("schema", {}), dict):
+        raise RequestError(FORMATS, "response_format")
+    return output_schema(spec.get("schema", {}), "response_format.json_schema.schema", constrain)
+
+
+def output_schema(schema: dict, where: str, constrain: bool = False) -> dict:
+    """A JSON Schema for the final answer, as the protocol takes it: its local $refs inlined, within the bounds of
+    a tool's parameters (size, nesting and, with ``constrain``, repetition counts), and valid as a schema (draft
+    2020-12). A RequestError names ``where``."""
+    inlined = inline_refs(schema, where, MAX_SCHEMA_CHARS, MAX_REPEAT if constrain else None).schema
+    try:
+        Draft202012Validator.check_schema(inlined)
+    except SchemaError as error:
+        at = "".join(f"[{part!r}]" if isinstance(part, str) else f"[{part}]" for part in error.path)
+        raise RequestError(f"{where} is not a valid JSON Schema: {at + ': ' if at else ''}"
+                           f"{error.message[:200]}", where) from None
+    return inlined
 
 
 def tool_registry(tools: object, constrain: bool = False) -> Registry:
@@ -350,9 +391,19 @@ def conversation(messages: object, protocol: PromptProtocol, system: str | None 
             history += [{"role": "assistant", "content": text}, *protocol.results(calls, outputs)]
         elif role == "assistant":
             answer = _text(message, index - 1)
-            history.append({"role": "assistant", "content": json.dumps({"type": "final", "answer": answer},
-                                                                       ensure_ascii=False)})
+            history.append({"role": "assistant", "content": json.dumps({"type": "final", "answer": _answer(
+                answer, protocol)}, ensure_ascii=False)})
     return history
+
+
+def _answer(text: str, protocol: PromptProtocol) -> object:
+    """An earlier answer as the final action's value: with an answer schema, the JSON it is (else its text)."""
+    if protocol.output_schema is None:
+        return text
+    try:
+        return load_json(text)
+    except ParseError:
+        return text
 
 
 def _check_roles(messages: object) -> None:
