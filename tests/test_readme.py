@@ -1,5 +1,5 @@
-"""The README's code does what the README says: its Python snippets run, and its shown commands that need no
-model print what is shown."""
+"""The README's code does what the README says, and so does the code of the pages in docs/: their Python
+snippets run, and their shown commands that need no model print what is shown."""
 import re
 import shlex
 import subprocess
@@ -13,7 +13,8 @@ from tests.support import action, child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
+PAGES = [README] + [page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS = [block for page in PAGES for block in re.findall(r"^```(\w*)\n(.*?)^```", page, re.S | re.M)]
 PYTHON = [code for kind, code in BLOCKS if kind == "python"]
 # shown runs that need no model: a command, then exactly what it prints
 SHOWN = [code for kind, code in BLOCKS if kind == "" and code.startswith("$ agent ") and code.count("$ ") == 1
@@ -74,3 +75,9 @@ def test_probe_prints_what_the_readme_shows(shown, server, tmp_path):
 
 def test_env_example_copied_unedited_sets_nothing():
     assert dotenv_values(ROOT / ".env.example") == {}
+
+
+def test_the_readme_stays_short_enough_for_a_newcomer_and_its_links_lead_somewhere():
+    assert len(README.splitlines()) < 700  # the experiments' record and the details are pages in docs/
+    for target in re.findall(r"\]\(((?:docs|examples)/[^)#]+)", README):
+        assert (ROOT / target).is_file(), target

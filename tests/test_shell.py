@@ -272,7 +272,7 @@ def test_tree_is_read_as_its_manual_says(words, reason):
 
 
 def options_row(name: str) -> str:
-    """The README's row for a read-only command: its short options, then its long ones."""
+    """docs/tools.md's row for a read-only command: its short options, then its long ones."""
     from agent.tools.shell_commands import COMMANDS, FIND_LEADING, FIND_PATHS, FIND_WORDS
 
     if name == "find":
@@ -286,8 +286,8 @@ def options_row(name: str) -> str:
     return f"| `{name}` | {' '.join(f'`{o}`' for o in short) or '(none)'} | {' '.join(long) or '(none)'} |"
 
 
-def test_the_readme_lists_exactly_the_options_each_read_only_command_runs_with_unasked():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_docs_list_exactly_the_options_each_read_only_command_runs_with_unasked():
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "tools.md").read_text(encoding="utf-8")
     rows = [line for line in readme.splitlines() if re.match(r"\| `[a-z]+` \| ", line)]
     shown = {row.split("`")[1]: "|".join(row.split("|")[:4]) + "|" for row in rows}
     assert set(shown) == set(READ_ONLY)
