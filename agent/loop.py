@@ -11,7 +11,7 @@ from agent import prompts
 from agent.compaction import Summariser
 from agent.config import Settings
 from agent.models import Model, ModelError, Reply
-from agent.protocols import Final, PromptProtocol, Reask, Step, ToolCall, asks_for_tools
+from agent.protocols import Final, PromptProtocol, Reask, Step, ToolCall, asks_for_tools, with_instructions
 from agent.text import scrub, truncate
 from agent.trace import TraceError
 
@@ -66,9 +66,7 @@ class Agent:
         """Run ``task``; with ``history`` (an earlier result's ``messages``), as the next turn of that
         conversation, under this run's system prompt. The result's ``messages`` hold the whole conversation."""
         task = scrub(task)
-        system = self.protocol.system_prompt()
-        if self.instructions.strip():
-            system += f"\nInstructions from the user:\n{scrub(self.instructions.strip())}\n"
+        system = with_instructions(self.protocol.system_prompt(), self.instructions)
         if self.context:
             system += f"\n{scrub(self.context().strip())}\n"
         earlier = [m for m in history if m["role"] != "system"]

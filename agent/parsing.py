@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from agent.text import scrub
-from agent.tools.docs import fault_note, shorten
+from agent.text import kind_of, scrub
+from agent.tools.docs import MAX_MESSAGE, fault_note
+from agent.tools.text import shorten
 from agent.tools.registry import bad_arguments, unknown_tool
 
 MAX_BATCH = 8
@@ -54,8 +55,6 @@ _ARITHMETIC = re.compile(r"[ \t]*[-+*/%]")  # an operator where the decoder want
 _NUMBER_END = re.compile(r"[0-9][ \t]*\Z")
 _JSON_WORDS = {"true", "false", "null", "NaN", "Infinity", "-Infinity"}
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
-_KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
-          dict: "an object", type(None): "null"}
 
 
 class ParseError(Exception):
@@ -518,7 +517,7 @@ def _validate(value: object, actions: ActionSchema) -> None:
         if not 1 <= len(value) <= MAX_BATCH:
             raise ParseError("schema", f"a JSON array of tool calls must have 1..{MAX_BATCH} items, got {len(value)}")
     elif not isinstance(value, dict):
-        raise ParseError("schema", f"the reply must be a JSON object, got {_KINDS[type(value)]}")
+        raise ParseError("schema", f"the reply must be a JSON object, got {kind_of(value)}")
     if _deeper_than(value, MAX_DEPTH):
         raise ParseError("invalid_json", TOO_DEEP)
     if batch:
@@ -555,7 +554,7 @@ def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
     """Raise the most precise error for one action; `final` is None inside a batch, where only calls are allowed,
     and when the schema allows no final answer (the reply must call a tool)."""
     if not isinstance(item, dict):
-        raise ParseError("schema", f"{prefix} must be a tool_call object, got {_KINDS[type(item)]}")
+        raise ParseError("schema", f"{prefix} must be a tool_call object, got {kind_of(item)}")
     kind = item.get("type")
     if kind == "final" and final is not None:
         return _raise_first_error(final, item, prefix)
@@ -596,6 +595,6 @@ def _describe(error) -> str:
         return f"{text} (allowed: {', '.join(allowed)})" if allowed else text
     shown = repr(error.instance)
     if not error.message.startswith(shown):
-        return shorten(error.message)
+        return shorten(error.message, MAX_MESSAGE)
     value = json.dumps(error.instance, ensure_ascii=False)
-    return shorten((value if len(value) <= 60 else value[:57] + "...") + error.message[len(shown):])
+    return shorten(shorten(value, 60) + error.message[len(shown):], MAX_MESSAGE)

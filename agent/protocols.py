@@ -144,6 +144,13 @@ def asks_for_tools(message: dict) -> bool:
     return all(isinstance(a, dict) and a.get("type") == "tool_call" for a in actions)
 
 
+def with_instructions(system: str, instructions: str) -> str:
+    """A protocol's system prompt with the user's own instructions, if there are any, after it (`agent --system`,
+    the system messages a client of `agent serve` sends)."""
+    instructions = scrub(instructions.strip())
+    return f"{system}\nInstructions from the user:\n{instructions}\n" if instructions else system
+
+
 def _hints(tools) -> str:
     return "".join(f"- {t.hint}\n" for t in tools if t.hint)
 

@@ -10,6 +10,8 @@ import difflib
 import json
 from typing import Any
 
+from .text import shorten
+
 MAX_DEPTH = 4  # nested objects are expanded this deep; deeper ones are shown as "object"
 MAX_ENUM = 30  # enum values listed; beyond, the count
 MAX_MESSAGE = 300  # characters of a message quoted in an error (a fault, a parameter's description, a name)
@@ -38,11 +40,7 @@ def fault_note(error) -> str:
     keys = [part for part in error.path if isinstance(part, str)]
     if not (text and keys):
         return hint
-    return f"{hint} ({keys[-1]}: {shorten(text)})"
-
-
-def shorten(text: str) -> str:
-    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+    return f"{hint} ({keys[-1]}: {shorten(text, MAX_MESSAGE)})"
 
 
 def closest(value: Any, allowed: Any) -> str | None:

@@ -28,6 +28,7 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from .registry import Tool, ToolError
+from .text import shorten
 
 MAX_DESCRIPTION = 1000  # characters of a tool's description kept for the prompt
 MAX_PARAMETER_DESCRIPTION = 300  # characters of each description inside its parameter schema
@@ -263,9 +264,8 @@ class MCPServers:
         unresolved = _unresolved_reference(schema)
         if unresolved:
             return f"its input schema refers to {unresolved[:100]!r}, which is not in it"
-        description = _clean(entry.get("description") or entry.get("title") or f"{original} (no description)")
-        if len(description) > MAX_DESCRIPTION:
-            description = description[:MAX_DESCRIPTION - 1] + "…"
+        description = shorten(_clean(entry.get("description") or entry.get("title") or f"{original} (no description)"),
+                              MAX_DESCRIPTION)
         read_only = (entry.get("annotations") or {}).get("readOnlyHint") is True
 
         def call(**arguments):
@@ -390,8 +390,8 @@ def result_text(result: dict) -> str:
 def _capped(schema: Any) -> Any:
     """A copy of the schema with every "description" string cleaned and capped."""
     if isinstance(schema, dict):
-        return {key: (_cap(_clean(value), MAX_PARAMETER_DESCRIPTION) if key == "description" and isinstance(value, str)
-                      else _capped(value)) for key, value in schema.items()}
+        return {key: shorten(_clean(value), MAX_PARAMETER_DESCRIPTION)
+                if key == "description" and isinstance(value, str) else _capped(value) for key, value in schema.items()}
     if isinstance(schema, list):
         return [_capped(item) for item in schema]
     return schema
@@ -425,10 +425,6 @@ def _unresolved_reference(schema: dict) -> str | None:
             else:
                 return reference
     return None
-
-
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _clean(text: str) -> str:
@@ -509,4 +505,4 @@ def _last_line(errlog: _Tail | None) -> str:
 
 
 def _shown(spec: ServerSpec) -> str:
-    return _cap(" ".join([spec.command, *spec.args]), 80)
+    return shorten(" ".join([spec.command, *spec.args]), 80)

@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Iterator
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
-from .docs import describe, fault_note, shorten, signature
+from .docs import MAX_MESSAGE, describe, fault_note, signature
+from .text import shorten
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -150,7 +151,7 @@ class Registry:
         error = best_match(self._validators[name].iter_errors(arguments))
         if error is None:
             return None
-        return bad_arguments(name, f"{error.json_path}: {shorten(error.message)}{fault_note(error)}")
+        return bad_arguments(name, f"{error.json_path}: {shorten(error.message, MAX_MESSAGE)}{fault_note(error)}")
 
     def call(self, name: str, arguments: dict) -> ToolResult:
         """Check the arguments, then run the tool; every failure becomes an 'error: ...' result, nothing is raised."""
@@ -173,7 +174,7 @@ class Registry:
         except ToolError as error:
             return ToolResult(False, f"error: {str(error) or f'{name} failed'}")
         except Exception as error:
-            return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {shorten(str(error))}")
+            return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {shorten(str(error), MAX_MESSAGE)}")
 
     def describe(self) -> str:
         """The tool list for a prompt: per tool a signature line and a line per parameter, with its documentation."""
@@ -192,7 +193,7 @@ class Registry:
 
 def unknown_tool(name: object, available: Iterable[str]) -> str:
     """What is wrong with a call to a tool that is not offered: the one message for it, in every protocol."""
-    return f"unknown tool {shorten(repr(name))}; available tools: {', '.join(available) or 'none'}"
+    return f"unknown tool {shorten(repr(name), MAX_MESSAGE)}; available tools: {', '.join(available) or 'none'}"
 
 
 def bad_arguments(name: str, problem: str) -> str:

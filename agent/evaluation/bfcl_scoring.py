@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import re
 
+from agent.tools.text import shorten
+
 TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 _IGNORED = re.compile(r"[ \,\.\/\-\_\*\^]")
 
@@ -167,5 +169,4 @@ def _contains(values, item) -> bool:
 
 
 def _short(value, limit: int = 80) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return shorten(json.dumps(value, ensure_ascii=False), limit)

@@ -17,6 +17,7 @@ import jsonschema
 
 from agent.models import Model, RequestRejected
 from agent.text import for_terminal, scrub
+from agent.tools.text import shorten
 
 MARKER = "probe-4417"
 TOOL = {"type": "function", "function": {
@@ -94,5 +95,4 @@ def _constrained(model: Model) -> tuple[bool, str]:
 
 def _short(text) -> str:
     """One line of at most DETAIL_CHARS, control characters shown as escapes (it is the endpoint's text)."""
-    text = for_terminal(" ".join(scrub(str(text)).split()))
-    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS - 3] + "..."
+    return shorten(for_terminal(" ".join(scrub(str(text)).split())), DETAIL_CHARS)

@@ -55,6 +55,7 @@ from jsonschema.exceptions import best_match
 from agent.config import ConfigError
 from agent.evaluation.bfcl_scoring import TYPES as BFCL_TYPES, bfcl_match
 from agent.evaluation.scripted_tools import accepts, same, scripted_registry
+from agent.tools.text import shorten
 
 BUILTIN = "built-in"
 MAX_SUITE_BYTES = 50_000_000
@@ -191,8 +192,7 @@ def make_task(data, number: int = 0, tool_names: set[str] | None = None) -> Task
         raise ValueError("nested too deeply; a task is a flat object of a few levels") from None
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path)
-        message = error.message if len(error.message) <= 200 else error.message[:199] + "…"
-        raise ValueError(f"{at + ': ' if at else ''}{message}")
+        raise ValueError(f"{at + ': ' if at else ''}{shorten(error.message, 200)}")
     data = {**data, "checks": copy.deepcopy(data["checks"])}  # the checks get what they read added: not the caller's
     paths = list(data.get("files", {})) + list(data["checks"].get("file_equals", {}))
     for relative in paths:
@@ -517,8 +517,7 @@ def _number(value: float) -> str:
 
 def _short(value, limit: int = 80) -> str:
     """A value as JSON, cut to ``limit`` characters."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return shorten(json.dumps(value, ensure_ascii=False), limit)
 
 
 def _fold(text: str) -> str:

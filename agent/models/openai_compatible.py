@@ -24,7 +24,8 @@ import openai
 
 from agent.config import DEFAULT_BASE_URL
 from agent.models import ModelError, Reply, RequestRejected, tool_call
-from agent.text import scrub
+from agent.text import kind_of, scrub
+from agent.tools.text import shorten
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 MIN_CONNECTIONS, MIN_KEEPALIVE = 100, 20  # httpx's own defaults: the pool is never smaller
@@ -311,10 +312,6 @@ def _json_bytes(request: dict) -> bytes:
         return json.dumps(scrub(request), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-          int: "a number", float: "a number"}
-
-
 def _describe(fault: jsonschema.ValidationError) -> str:
     """``choices[0].message is a string``: where the body departs from a chat completion, and how."""
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in fault.absolute_path)
@@ -323,7 +320,7 @@ def _describe(fault: jsonschema.ValidationError) -> str:
         missing = next(name for name in fault.validator_value if name not in fault.instance)
         return f"{where} has no {missing!r}"
     if fault.validator == "type":
-        return f"{where} is {_KINDS.get(type(fault.instance), type(fault.instance).__name__)}"
+        return f"{where} is {kind_of(fault.instance)}"
     if fault.validator == "minItems":
         return f"{where} is empty"
     return f"{where}: {_short(fault.message, 80)}"
@@ -350,4 +347,4 @@ def _short(text: str, limit: int = 200) -> str:
     """The first line of a text from the server, cut to ``limit`` characters, with no lone surrogate."""
     lines = scrub(text).strip().splitlines()
     first = lines[0].strip() if lines else ""
-    return first if len(first) <= limit else first[: limit - 1] + "…"
+    return shorten(first, limit)

@@ -18,7 +18,7 @@ from jsonschema.exceptions import SchemaError
 
 from agent.models import Reply
 from agent.parsing import ParseError, load_json
-from agent.protocols import Final, PromptProtocol, Step, ToolCall
+from agent.protocols import Final, PromptProtocol, Step, ToolCall, with_instructions
 from agent.tools.registry import Registry, Tool, ToolError
 
 MAX_TOOLS = 128  # as OpenAI's API allows
@@ -372,8 +372,7 @@ def conversation(messages: object, protocol: PromptProtocol, system: str | None 
     _check_roles(messages)
     system = system or protocol.system_prompt()
     own = [_text(m, i) for i, m in enumerate(messages) if m["role"] in ("system", "developer")]
-    if any(text.strip() for text in own):
-        system += "\nInstructions from the user:\n" + "\n\n".join(t.strip() for t in own if t.strip()) + "\n"
+    system = with_instructions(system, "\n\n".join(t.strip() for t in own if t.strip()))
     history, index = [{"role": "system", "content": system}], 0
     while index < len(messages):
         message, index = messages[index], index + 1
