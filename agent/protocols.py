@@ -1,20 +1,21 @@
 """The two ways of asking a model for actions: a JSON protocol in the prompt, or native tool calls.
 
-Both give the loop the same four things: the system prompt, the request options, a parsed
-turn for each reply, and the messages that carry tool results back.
+Both give the loop the same six things (``ActionProtocol``): a name, the system prompt, the request options, a
+reader of a streaming reply's answer, a parsed turn for each reply, and the messages that carry tool results back.
 """
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from agent import prompts
 from agent.models import Reply, tool_call
 from jsonschema import Draft202012Validator
 
 from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action, parse_answer
-from agent.streaming import ContentReader, FinalAnswerReader, Unshown
+from agent.streaming import AnswerReader, ContentReader, FinalAnswerReader, Unshown
 from agent.text import scrub
 from agent.tools.registry import unknown_tool
 
@@ -56,6 +57,25 @@ class Reask:
 
 
 Turn = Final | Step | Reask
+
+
+class ActionProtocol(Protocol):
+    """A way of asking a model for actions, as the loop, `agent serve` and the evaluation use it."""
+
+    name: str  # "prompt" or "native", as a run's result and trace name it
+    options: dict  # sent with every request (native tools, response_format)
+
+    def system_prompt(self) -> str: ...
+
+    def answer_reader(self) -> AnswerReader:
+        """A fresh reader of one streaming reply's answer."""
+        ...
+
+    def parse(self, reply: Reply) -> Turn: ...
+
+    def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
+        """The messages that give the calls' ``outputs`` back to the model, in order."""
+        ...
 
 
 class PromptProtocol:

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Callable
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (ARMS, PROTOCOLS, Parser, add_model_options, check_output_file, choose_endpoint,
-                               environment, positive_int, resolve)
-from agent.cli.progress import Bar, Lines
+from agent.cli.arguments import Parser, check_output_file, positive_int
+from agent.cli.environment import environment
+from agent.cli.eval_progress import Bar, Lines
+from agent.cli.setup import ARMS, PROTOCOLS, add_model_options, choose_endpoint, resolve
 from agent.cli.servers import add_mcp_options, config_approval, open_servers
 from agent.config import ConfigError
 from agent.evaluation.reports import comparison_rows, comparisons, render_table, summarize, table_rows

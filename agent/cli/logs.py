@@ -5,10 +5,12 @@ import json
 import sys
 from collections import Counter
 
-from agent.cli.options import Parser, environment, logs_dir, positive_int
+from agent.cli.arguments import Parser, positive_int
+from agent.cli.environment import environment, logs_dir
 from agent.config import ConfigError
 from agent.runlog import KEEP_RUNS, LOG_FILE, LogError, one, recent
 from agent.text import for_terminal, plural, scrub
+from agent.tools.text import shorten
 
 LIST_LIMIT = 20
 TASK_WIDTH = 60
@@ -168,5 +170,4 @@ def indented(text: str) -> str:
 
 
 def one_line(text: str, width: int) -> str:
-    text = shown(" ".join(text.split()))
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return shorten(shown(" ".join(text.split())), width)

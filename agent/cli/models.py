@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from agent.cli.options import Parser, add_model_options, choose_endpoint, environment, interrupts_deferred
+from agent.cli.arguments import Parser
+from agent.cli.environment import environment
+from agent.cli.setup import add_model_options, choose_endpoint, interrupts_deferred
 from agent.models import ModelError
 
 

@@ -1,14 +1,13 @@
 """`agent serve`'s web application (starlette): POST /v1/chat/completions, POST /v1/responses and GET /v1/models in
 OpenAI's format, in front of one upstream model. A request with tools goes through the prompt protocol
-(agent.serve.translate and the loop's own Replies: model call, parse, re-asks); a chat completions request without
-is passed on unchanged. A Responses request is answered as the chat completions request it translates to
-(agent.serve.responses)."""
+(agent.serve.translate, and agent.replies as the loop uses it: model call, parse, re-asks); a chat completions
+request without is passed on unchanged. A Responses request is answered as the chat completions request it
+translates to (agent.serve.responses)."""
 from __future__ import annotations
 
 import hmac
 import json
 import threading
-from collections import Counter
 from contextlib import asynccontextmanager
 
 import anyio
@@ -20,8 +19,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agent.loop import Replies, Stop, ignore
 from agent.models import Model, ModelError
+from agent.replies import Replies, Stop
 from agent.serve import responses as responses_api
 from agent.serve.disconnects import Cancellable, ClientGone, gathered, relayed, while_connected
 from agent.serve.stored import Stored
@@ -87,7 +86,7 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         """Translate the request and get a usable reply (in a worker thread: both can take a while), until the
         client leaves."""
         request = translate(body, constrain)
-        replies = Replies(Cancellable(model, gone), request.protocol, max_reasks, ignore, Counter())
+        replies = Replies(Cancellable(model, gone), request.protocol, max_reasks)
         try:
             return request, replies, replies.next(request.messages)
         except Stop as stop:
