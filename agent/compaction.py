@@ -179,7 +179,8 @@ class Summariser:
         known, tokens = _reported(history, sent)
         return tokens + sum(_estimate(m) for m in history[known:])
 
-    def _split(self, history: list[dict], untouched: Untouched) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    def _split(self, history: list[dict],
+               untouched: Untouched) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
         """The messages before the task (earlier turns of a conversation), the older ones after it, the step
         among those that holds a kept message (the plan), and the latest steps (as many as fit in RECENT_SHARE
         of the window, one at least); each step whole, a call with its results."""

@@ -63,7 +63,8 @@ class Agent:
             system += f"\n{scrub(self.context().strip())}\n"
         asked = {"role": "user", "content": task}
         earlier = [m for m in history if m["role"] != "system"]
-        errors, spent = Counter(), Counter()  # both parts of the loop count malformed replies and what was spent
+        errors: Counter[str] = Counter()  # malformed replies and calls, by kind: both parts of the loop count them
+        spent: Counter[str] = Counter()  # model calls, tokens, re-asks: Replies, Steps and compaction add to it
         run = Run([{"role": "system", "content": system}, *earlier, asked], asked,
                   Replies(self.model, self.protocol, self.settings.max_reasks, self.emit, errors, spent, self.display),
                   Steps(self.registry, self.protocol, self.settings, self.emit, errors, spent),
@@ -161,7 +162,8 @@ class Steps:
         else:
             pool = ThreadPoolExecutor(max_workers=len(calls))
             try:
-                futures = pending = [pool.submit(self._run, call) for call in calls]
+                futures = [pool.submit(self._run, call) for call in calls]
+                pending = set(futures)
                 while pending:  # short waits: the main thread sees Ctrl-C whichever thread the signal reached
                     pending = wait(pending, timeout=0.1).not_done
                 outcomes = [future.result() for future in futures]

@@ -284,7 +284,7 @@ class NativeProtocol:
                     return Final(answer, {"role": "assistant", "content": answer})
                 except ParseError as error:
                     failure = error
-            written = written_call(reply.content)
+            written = written_call(reply.content or "")
             if written and written[0] not in self.registry:  # as prompt mode would: a call, to no such tool
                 return self._reask(reply, "unknown_tool", unknown_tool(written[0], self.registry.names))
             if written:  # a call to a real tool, written as text instead of sent as a tool call
@@ -297,20 +297,21 @@ class NativeProtocol:
         if len(reply.tool_calls) > MAX_BATCH:
             return self._reask(reply, "too_many_calls", f"your reply had {len(reply.tool_calls)} tool calls; "
                                                         f"at most {MAX_BATCH} can run from one reply, none was run")
-        calls = [self._call(tc, f"call_{i}") for i, tc in enumerate(reply.tool_calls, 1)]
-        tool_calls = [scrub(tool_call(c.id, c.tool, raw)) for c, raw in calls]
-        calls = [c for c, _ in calls]
+        made = [self._call(tc, f"call_{i}") for i, tc in enumerate(reply.tool_calls, 1)]
+        tool_calls = [scrub(tool_call(c.id or "", c.tool, raw)) for c, raw in made]  # _call gives each an id
+        calls = [c for c, _ in made]
         message = {"role": "assistant", "content": scrub(reply.content), "tool_calls": tool_calls}
-        if all(c.error for c in calls):
-            problem = "; ".join(c.error.removeprefix("error: ") for c in calls)
-            return Reask(calls[0].error_kind, problem, [message] + self.results(calls, [c.error for c in calls]))
+        errors = [c.error for c in calls if c.error]
+        if len(errors) == len(calls):
+            problem = "; ".join(e.removeprefix("error: ") for e in errors)
+            return Reask(calls[0].error_kind or "", problem, [message] + self.results(calls, errors))
         return Step(calls, message)
 
     def _call(self, item: object, default_id: str) -> tuple[ToolCall, str]:
         """The call with its arguments decoded and checked (or the error to answer it with), and its
         arguments as JSON text for the history. An odd shape is an error too, never an exception."""
         item = item if isinstance(item, dict) else {}
-        function = item.get("function") if isinstance(item.get("function"), dict) else {}
+        function = item["function"] if isinstance(item.get("function"), dict) else {}
         name, raw, id = function.get("name"), function.get("arguments"), item.get("id")
         call = ToolCall(name if isinstance(name, str) else "", {}, id=id if isinstance(id, str) and id else default_id)
         if raw is None or isinstance(raw, str) and not raw.strip():

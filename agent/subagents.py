@@ -47,6 +47,6 @@ class SubAgents:
         spent = {"model_calls": result.model_calls, "prompt_tokens": result.prompt_tokens,
                  "completion_tokens": result.completion_tokens, "usage_missing": result.usage_missing}
         if result.status == "final":
-            return ToolResult(True, result.answer, spent)
+            return ToolResult(True, result.answer or "", spent)
         return ToolResult(False, f"error: the helper ended without an answer ({result.status}: {result.error}); "
                                  "do this part yourself, or hand over a smaller one", spent)

@@ -110,7 +110,7 @@ def _safe(text: str, limit: int) -> str:
 class _Server:
     spec: ServerSpec
     session: Any = None
-    stop: asyncio.Event | None = None
+    stop: Any = None  # an asyncio.Event, made on the servers' loop when it starts
     task: asyncio.Future | None = None
     dead: str = ""  # why its tools can no longer be called
     tools: list[str] = field(default_factory=list)  # the names its tools are offered under
@@ -346,7 +346,8 @@ class MCPServers:
 async def _list_tools(session) -> list[dict]:
     """The server's tools (wire format), a page at a time, up to a page past MAX_TOOLS."""
     await session.initialize()
-    listed, cursor = [], None
+    listed: list[dict] = []
+    cursor = None
     while len(listed) <= MAX_TOOLS:
         page = await (session.list_tools(params=_page(cursor)) if cursor else session.list_tools())
         page = page.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -451,8 +452,8 @@ def _connection_lost(error: BaseException) -> bool:
 
 def _message(error: BaseException) -> str:
     """The innermost message of an error (the SDK wraps failures in exception groups)."""
-    while getattr(error, "exceptions", None):
-        error = error.exceptions[0]
+    while inner := getattr(error, "exceptions", None):
+        error = inner[0]
     text = getattr(error, "message", None)
     return " ".join(str(text if isinstance(text, str) else error).split()) or type(error).__name__
 

@@ -69,7 +69,8 @@ def _schema_from_signature(tool_name: str, function: Callable[..., Any]) -> dict
     required: list[str] = []
     for param in inspect.signature(function).parameters.values():
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-            raise TypeError(f"tool {tool_name!r}: parameter {param.name!r} cannot be passed by keyword; pass parameters=")
+            raise TypeError(f"tool {tool_name!r}: parameter {param.name!r} cannot be passed by keyword; "
+                            "pass parameters=")
         properties[param.name] = _property(tool_name, param.name, hints.get(param.name, param.empty))
         if param.default is param.empty:
             required.append(param.name)
@@ -86,7 +87,7 @@ def _property(tool_name: str, param: str, annotation: Any) -> dict:
             f"tool {tool_name!r}: cannot derive a JSON Schema for parameter {param!r} "
             f"annotated {annotation!r} (supported: {supported}); pass parameters= explicitly"
         )
-    schema = {"type": _JSON_TYPES[origin]}
+    schema: dict = {"type": _JSON_TYPES[origin]}
     if origin is list and len(args) == 1 and args[0] in _JSON_TYPES:
         schema["items"] = {"type": _JSON_TYPES[args[0]]}
     return schema
@@ -174,7 +175,8 @@ class Registry:
         except ToolError as error:
             return ToolResult(False, f"error: {str(error) or f'{name} failed'}")
         except Exception as error:
-            return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {shorten(str(error), MAX_MESSAGE)}")
+            problem = shorten(str(error), MAX_MESSAGE)
+            return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {problem}")
 
     def describe(self) -> str:
         """The tool list for a prompt: per tool a signature line and a line per parameter, with its documentation."""

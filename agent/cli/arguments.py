@@ -13,7 +13,7 @@ from agent.config import ConfigError
 class Parser(argparse.ArgumentParser):
     """A usage error is one line with a hint (a near miss for a misspelt option), not the whole usage block."""
 
-    def error(self, message: str):  # type: ignore[override]  # exits, as argparse's does
+    def error(self, message: str):  # exits, as argparse's does
         hint = ""
         if message.startswith("unrecognized arguments: "):
             word = message.split(": ", 1)[1].split()[0].split("=")[0]

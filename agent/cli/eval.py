@@ -59,8 +59,8 @@ def eval_parser() -> argparse.ArgumentParser:
                              "the same tasks, and a larger N keeps them; before --tasks and --limit")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="the seed of --sample, default 0")
     parser.add_argument("--bfcl-data", metavar="PATH",
-                        help=f"with a bfcl: suite, BFCL's data from a bfcl-eval wheel or folder; default: the installed "
-                             f"package ({INSTALL})")
+                        help="with a bfcl: suite, BFCL's data from a bfcl-eval wheel or folder; default: the "
+                             f"installed package ({INSTALL})")
     parser.add_argument("--release-test-set", action="store_true",
                         help="with a bfcl: suite, allow BFCL's live categories: the project's release test set, for "
                              "the checks before a release, never for work on the prompt")

@@ -22,8 +22,8 @@ def models_command(argv: list[str]) -> int:
     if endpoint is None:
         from agent.models.local_files import BUILT_IN, DEFAULT
 
-        for model in BUILT_IN.values():
-            print(f"{model.choice}\t{model.title}{' (default)' if model is DEFAULT else ''}")
+        for built in BUILT_IN.values():
+            print(f"{built.choice}\t{built.title}{' (default)' if built is DEFAULT else ''}")
         return 0
     from agent.cli import EXIT_CODES
     with interrupts_deferred():

@@ -100,7 +100,8 @@ def serve_command(argv: list[str]) -> int:
               "anyone who can reach it can use the upstream model", file=sys.stderr, flush=True)
     http = partial(BoundedHttp, header_timeout=args.client_timeout, max_connections=args.max_connections)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
-                                           http=http, timeout_keep_alive=KEEP_ALIVE,
+                                           http=http,  # type: ignore[arg-type]  # uvicorn takes any factory
+                                           timeout_keep_alive=KEEP_ALIVE,
                                            limit_concurrency=args.max_connections + 1))
     server.run(sockets=[listener])
     return 0

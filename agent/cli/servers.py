@@ -118,7 +118,7 @@ def server_specs(args, env: Environment, approve: Callable[[str], bool] | None) 
 
 
 def open_servers(args, env: Environment, taken, approve: Callable[[str], bool] | None, *,
-                 quiet: bool = False) -> MCPServers:
+                 quiet: bool = False) -> Started:
     """The command's MCP servers (none, when neither --mcp nor agent.toml names one), to start with ``with``.
     Their messages go to stderr; ``taken``: the names their tools must not take (the built-in tools')."""
     from agent.tools.mcp import MCPServers, MCPUnavailable

@@ -16,7 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agent.cli.arguments import positive_float, positive_int, temperature
 from agent.cli.environment import trusted, trusted_only
-from agent.config import DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, ConfigError, Endpoint, Environment, Settings, resolve_endpoint
+from agent.config import (DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, ConfigError, Endpoint, Environment, Settings,
+                          resolve_endpoint)
 from agent.models import Model
 from agent.models.local_files import BUILT_IN, DEFAULT
 
@@ -92,7 +93,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--max-steps", type=positive_int, default=DEFAULTS.max_steps, metavar="N",
                         help=f"tool steps, default {DEFAULTS.max_steps}")
     limits.add_argument("--max-reasks", type=positive_int, default=DEFAULTS.max_reasks, metavar="N",
-                        help=f"re-asks of unusable replies in a row; the next unusable reply ends the run, default {DEFAULTS.max_reasks}")
+                        help="re-asks of unusable replies in a row; the next unusable reply ends the run, "
+                             f"default {DEFAULTS.max_reasks}")
     limits.add_argument("--max-output", type=positive_int, default=DEFAULTS.max_output_chars, metavar="CHARS",
                         help=f"tool output kept per call, default {DEFAULTS.max_output_chars}")
     limits.add_argument("--context-window", type=positive_int, metavar="TOKENS",

@@ -82,8 +82,9 @@ def toolbox(args: argparse.Namespace, approve: Callable[[str], bool] | None, *, 
                               "cannot be read or kept there; pass a file, like --memory memory.md")
     plan = Plan(on_change=lambda todos: emit("plan", todos=todos))
     spawn = spawn_tool(_no_helpers)  # the helpers' own, below, when they can run
-    every = [calculator, *file_tools(workspace, approve), current_time, shell_tool(workspace, approve, args.shell_timeout),
-             plan.tool, spawn, *([memory.tool] if memory else [])]
+    shell = shell_tool(workspace, approve, args.shell_timeout)
+    every = [calculator, *file_tools(workspace, approve), current_time, shell, plan.tool, spawn,
+             *([memory.tool] if memory else [])]
     available = [t.name for t in every] + ([] if memory else ["remember"])
     wanted = args.tools or [*DEFAULT_TOOLS, *(["remember"] if memory else [])]
     wanted = [] if wanted == ["none"] else wanted  # only an MCP server's tools (--mcp)

@@ -118,9 +118,10 @@ def records(args: argparse.Namespace, env: Environment, setup: Setup, session: S
 
         log = RunLog(logs_dir(env) / LOG_FILE, lambda message: print(f"agent: warning: {message}", file=sys.stderr))
 
+    base_url = url_without_secrets(setup.endpoint.base_url or DEFAULT_BASE_URL) if setup.endpoint else None
+
     def info() -> dict:
-        return {"model": setup.label,
-                "base_url": url_without_secrets(setup.endpoint.base_url or DEFAULT_BASE_URL) if setup.endpoint else None,
+        return {"model": setup.label, "base_url": base_url,
                 "temperature": args.temperature, "constrained": setup.constrain and args.protocol == "prompt",
                 "session": session.name or None}
 

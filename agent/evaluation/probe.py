@@ -20,7 +20,7 @@ from agent.text import for_terminal, scrub
 from agent.tools.text import shorten
 
 MARKER = "probe-4417"
-TOOL = {"type": "function", "function": {
+TOOL: dict = {"type": "function", "function": {
     "name": "multiply", "description": "Multiply two numbers.",
     "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
                    "required": ["a", "b"], "additionalProperties": False}}}

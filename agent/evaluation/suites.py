@@ -156,7 +156,8 @@ def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> l
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"cannot read suite {path}: {error}") from None
-    tasks, seen = [], {}
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}  # task id -> the line it is on
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
@@ -225,14 +226,15 @@ def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
         c["tool"] for c in calls + scored}
     unknown = sorted(named - tool_names) if tool_names is not None else []
     if unknown:
-        raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names))}")
+        raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names or ()))}")
+    own = parameters or {}  # with bfcl_match, the line has its tools (above)
     for index, expected in enumerate(calls if parameters is not None else []):
-        _check_expected_call(expected, parameters[expected["tool"]], f"checks/calls_match/{index}")
+        _check_expected_call(expected, own[expected["tool"]], f"checks/calls_match/{index}")
         expected["defaults"] = {name: spec["default"] for name, spec in
-                                parameters[expected["tool"]].get("properties", {}).items()
+                                own[expected["tool"]].get("properties", {}).items()
                                 if isinstance(spec, dict) and "default" in spec}  # passing one is leaving it out
     for index, expected in enumerate(scored):
-        expected["parameters"] = _typed(parameters[expected["tool"]], expected["tool"], f"checks/bfcl_match/{index}")
+        expected["parameters"] = _typed(own[expected["tool"]], expected["tool"], f"checks/bfcl_match/{index}")
 
 
 def _typed(parameters: dict, tool: str, at: str) -> dict:
@@ -459,7 +461,8 @@ def _why_unmatched(want: dict, made: list[tuple[str, dict]], unused: list[tuple[
     tool = want["tool"]
     candidates = [_argument_problems(want, arguments) for name, arguments in unused if name == tool]
     if candidates:
-        return f"{tool}: {', '.join(min(candidates, key=len))}"
+        fewest: list[str] = min(candidates, key=len)
+        return f"{tool}: {', '.join(fewest)}"
     if any(name == tool for name, _ in made):
         return f"{tool}: no call left for {_short(want.get('arguments', {}))}"
     return f"{tool} not called"
