@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Literal
 
 from agent.cli import signals
 from agent.cli.arguments import Parser, check_output_file
-from agent.cli.display import AnswerStream
 from agent.cli.environment import data_dir, environment
 from agent.cli.servers import add_mcp_options
 from agent.cli.sessions import open_session
@@ -22,6 +21,7 @@ from agent.config import Endpoint, Environment
 from agent.text import plural
 
 if TYPE_CHECKING:
+    from agent.cli.display import AnswerStream
     from agent.loop import Agent
     from agent.sessions import Session, Sessions
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Literal
 
 from agent.cli.approval import approver
 from agent.cli.arguments import folder
-from agent.cli.display import AnswerStream, Heartbeat, Progress
 from agent.cli.environment import logs_dir
 from agent.cli.servers import config_approval, open_servers
 from agent.cli.setup import PROTOCOLS, resolve, url_without_secrets
@@ -24,6 +23,7 @@ from agent.text import NOT_REPORTED, for_terminal, plural, scrub, unreported
 from agent.trace import Emit
 
 if TYPE_CHECKING:  # imported when the run starts: `agent --help` stays quick
+    from agent.cli.display import AnswerStream
     from agent.cli.setup import Setup
     from agent.cli.toolbox import Toolbox
     from agent.loop import Agent, RunResult
@@ -82,6 +82,7 @@ def equipped(args: argparse.Namespace, env: Environment, endpoint: Endpoint | No
     the command names started, the records of its events (the run log, --trace, the progress on stderr unless
     ``quiet``) opened; then the tools, the helpers and the agent, each made once with them. ``endpoint``: one
     already chosen (``--protocol auto``), else False; ``session``: the conversation each run_start names."""
+    from agent.cli.display import AnswerStream, Heartbeat
     from agent.loop import Agent
     from agent.subagents import SubAgents
 
@@ -109,6 +110,7 @@ def records(args: argparse.Namespace, env: Environment, setup: Setup, session: S
     """What hears a run's events, for the block: the run log (unless --no-log), the --trace file, and the progress
     on stderr (with ``progress``), with what the loop does not know of the run (the model, the endpoint, the
     session's name) added to each run_start."""
+    from agent.cli.display import Progress
     from agent.trace import describing, fan_out, ignore
 
     trace = open_trace(args.trace) if args.trace else None
