@@ -1,22 +1,34 @@
-"""Compaction that summarises: once the history nears the model's context window, its older steps keep their
-calls and have their long results replaced by the model's notes of them; the oldest, past a share of the
-window, become one brief. The system prompt, the task, the step holding the latest plan and the latest steps
-stay as they are, and a cut falls only between steps, never between a call and its result."""
+"""Compaction: keeping a run's history within bounds as it grows. One interface, ``Compaction``: the history in, the
+history out (the same list when nothing changed, else a new one; the list given is left as it was), told what it
+may not touch. Two strategies behind it, which the settings choose (``compaction``):
+
+- ``DropOldResults`` (``max_history_chars``): past a size in characters, the oldest long tool results are replaced
+  by a note that they were dropped;
+- ``Summariser`` (``context_window``): once the history nears the model's context window, its older steps keep
+  their calls and have their long results replaced by the model's notes of them; the oldest, past a share of the
+  window, become one brief.
+
+Neither touches the system prompt, the task or the step holding the latest plan; the latest step stays as it is,
+and a cut falls only between steps, never between a call and its result."""
 from __future__ import annotations
 
 import json
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Protocol
 
 from agent import prompts
+from agent.config import Settings
 from agent.models import Model
 from agent.parsing import strip_reasoning
 from agent.protocols import asks_for_tools
-from agent.streaming import Streamed
+from agent.replies import Sent, counted
 from agent.text import scrub, truncate
+from agent.trace import Emit
 
+KEEP_SHORT = 200  # tool results this short are never dropped: it would save little
 SHARE = 0.75  # of the context window: past it, the history is summarised
 CHARS_PER_TOKEN = 3  # for an estimate that errs towards more tokens
 MESSAGE_TOKENS = 4  # what a message costs beyond its text
@@ -42,62 +54,137 @@ COMMON = frozenset("that this with from them then they what when which where the
                    "read file some more most only also than time tell find give take".split())
 
 
+@dataclass(frozen=True)
+class Untouched:
+    """What compaction may not touch, besides the system prompt (the first message): the run's task (what comes
+    before it is earlier turns of a conversation) and the messages that must stay whole (the latest plan)."""
+
+    task: dict
+    kept: list[dict] = field(default_factory=list)
+
+
+class Compaction(Protocol):
+    def __call__(self, history: list[dict], untouched: Untouched, sent: Sent | None) -> list[dict]:
+        """``history`` kept within bounds: the same list when nothing changed, else a new one. ``sent``: the latest
+        request and the prompt tokens the endpoint counted of it (its history may be another list than this)."""
+        ...
+
+
+def compaction(settings: Settings, model: Model, emit: Emit, spent: Counter) -> Compaction:
+    """The compaction ``settings`` ask for, for one run: old results dropped past ``max_history_chars``, older
+    steps summarised near ``context_window`` (by ``model``, its calls added to ``spent``), both in that order, or
+    none. ``emit`` hears what each does."""
+    strategies: list[Compaction] = []
+    if settings.max_history_chars is not None:
+        strategies.append(DropOldResults(settings.max_history_chars, emit))
+    if settings.context_window:
+        strategies.append(Summariser(model, settings.context_window, emit, spent))
+    return strategies[0] if len(strategies) == 1 else InTurn(strategies)
+
+
+class InTurn:
+    """Several compactions, each given what the one before left."""
+
+    def __init__(self, strategies: list[Compaction]):
+        self.strategies = strategies
+
+    def __call__(self, history: list[dict], untouched: Untouched, sent: Sent | None) -> list[dict]:
+        for strategy in self.strategies:
+            history = strategy(history, untouched, sent)
+        return history
+
+
+class DropOldResults:
+    """Keeps the history within ``limit`` characters: the oldest long tool results become a note that they were
+    dropped, until it fits. The system prompt, the tasks, the latest step and what is untouched stay whole."""
+
+    def __init__(self, limit: int, emit: Emit):
+        self.limit, self.emit = limit, emit
+        self.measured: tuple[list[dict], int, int] | None = None  # a history, how many messages counted, their size
+
+    def __call__(self, history: list[dict], untouched: Untouched, sent: Sent | None) -> list[dict]:
+        done, size = self.measured[1:] if self.measured and self.measured[0] is history else (0, 0)
+        size += sum(len(m.get("content") or "") for m in history[done:])
+        if size > self.limit:
+            history, size = self._dropped(history, size, [untouched.task, *untouched.kept])
+        self.measured = history, len(history), size
+        return history
+
+    def _dropped(self, history: list[dict], size: int, keep: list[dict]) -> tuple[list[dict], int]:
+        """A new history with the oldest long results replaced by a note, until it fits; and its size."""
+        history = list(history)  # a new message in a new list: the one sent before stays as sent
+        latest = max((i for i, m in enumerate(history) if m["role"] == "assistant"), default=0)
+        for index, message in enumerate(history[2:latest], 2):
+            droppable = is_result(history, index) and not any(message is k for k in keep)
+            if size > self.limit and droppable and len(message["content"]) > KEEP_SHORT:
+                note = prompts.render("dropped_result", characters=len(message["content"]))
+                size -= len(message["content"]) - len(note)
+                self.emit("compacted", dropped=len(message["content"]))
+                history[index] = {**message, "content": note}
+        return history, size
+
+
+def is_result(history: list[dict], index: int) -> bool:
+    """Whether the message at ``index`` carries tool results (in either protocol), not a task of the user."""
+    message = history[index]
+    return message["role"] == "tool" or (message["role"] == "user" and index > 0
+                                         and asks_for_tools(history[index - 1]))
+
+
 class Summariser:
-    """Keeps one run's history within ``SHARE`` of ``context_window`` tokens (nothing, when it is None). Sizes
-    come from the endpoint's reported prompt tokens of the latest call, plus an estimate for what came after;
-    from an estimate alone before any call reported them."""
+    """Keeps one run's history within ``SHARE`` of ``context_window`` tokens. Sizes come from the endpoint's
+    reported prompt tokens of the latest request, plus an estimate for what came after; from an estimate alone
+    before any call reported them. The notes are asked of ``model`` (never shown as an answer); their calls and
+    tokens are added to ``spent``."""
 
-    def __init__(self, model: Model, context_window: int | None, task: dict, emit: Callable[..., None], replies):
-        self.model = model.model if isinstance(model, Streamed) else model  # a brief is never shown as an answer
-        self.limit = int(context_window * SHARE) if context_window else None
+    def __init__(self, model: Model, context_window: int, emit: Emit, spent: Counter):
+        self.model, self.emit, self.spent = model, emit, spent
+        self.limit: int | None = int(context_window * SHARE)
         self.window = context_window
-        self.task, self.emit, self.replies = task, emit, replies  # the task: the very message, found by identity
 
-    def __call__(self, history: list[dict], keep: list[dict]) -> bool:
-        """Summarise the older part of ``history`` in place if it has grown past the limit; whether it did."""
+    def __call__(self, history: list[dict], untouched: Untouched, sent: Sent | None) -> list[dict]:
+        """A new history with its older part summarised, if it has grown past the limit; else ``history``."""
         if self.limit is None:
-            return False
-        before = self.tokens(history)
+            return history
+        before = self.tokens(history, sent)
         if before <= self.limit:
-            return False
-        earlier, old, kept_step, recent = self._split(history, keep)
+            return history
+        earlier, old, kept_step, recent = self._split(history, untouched)
         if not earlier and not old:  # only the latest steps are left: nothing older to summarise
-            return False
+            return history
         started, chars = time.monotonic(), _chars(history)
-        shortened = self._shortened(earlier, old, kept_step, self.chars_per_token(history))
+        shortened = self._shortened(untouched.task, earlier, old, kept_step, self.chars_per_token(history, sent))
         if shortened.failed:  # not asked again in this run: each step would pay for another empty note
             self.limit = None
             self.emit("compaction_failed", reason="the model wrote an empty note; the history is no longer "
                                                   "summarised in this run", usage=shortened.usage,
                       requests=shortened.requests)
-            return False
+            return history
         brief = [{"role": "user", "content": prompts.render("summary", summary=shortened.brief)}] \
             if shortened.brief else []
-        compacted = [history[0], self.task, *brief, *shortened.messages, *recent]
+        compacted = [history[0], untouched.task, *brief, *shortened.messages, *recent]
         if _chars(compacted) >= chars:  # every older step is as short as it gets already
-            return False
+            return history
         unchanged = sum(any(m is o for o in old) for m in shortened.messages)
-        count, history[:] = len(history), compacted
-        self.replies.reported = None  # the latest call's size is not this history's any more
-        self.emit("compaction", messages_before=count, summarised=len(earlier) + len(old) - unchanged,
-                  messages_after=len(history), chars_before=chars, chars_after=_chars(history),
-                  tokens_before=before, tokens_after=self.tokens(history),
+        self.emit("compaction", messages_before=len(history), summarised=len(earlier) + len(old) - unchanged,
+                  messages_after=len(compacted), chars_before=chars, chars_after=_chars(compacted),
+                  tokens_before=before, tokens_after=self.tokens(compacted, sent),
                   seconds=round(time.monotonic() - started, 3), requests=shortened.requests,
                   usage=shortened.usage, summary=shortened.text)
-        return True
+        return compacted
 
-    def tokens(self, history: list[dict]) -> int:
-        """The history's size in tokens: as the latest call reported it, plus an estimate of what came after."""
-        counted, tokens = self.replies.reported or (0, 0)
-        if counted > len(history):
-            counted, tokens = 0, 0
-        return tokens + sum(_estimate(m) for m in history[counted:])
+    def tokens(self, history: list[dict], sent: Sent | None) -> int:
+        """The history's size in tokens: as the endpoint counted it when it was last sent (if ``sent`` is of this
+        very history), plus an estimate of what came after."""
+        known, tokens = _reported(history, sent)
+        return tokens + sum(_estimate(m) for m in history[known:])
 
-    def _split(self, history: list[dict], keep: list[dict]) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    def _split(self, history: list[dict],
+               untouched: Untouched) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
         """The messages before the task (earlier turns of a conversation), the older ones after it, the step
         among those that holds a kept message (the plan), and the latest steps (as many as fit in RECENT_SHARE
         of the window, one at least); each step whole, a call with its results."""
-        task = next(i for i, m in enumerate(history) if m is self.task)
+        task = next(i for i, m in enumerate(history) if m is untouched.task)
         starts = [i for i in range(task + 1, len(history)) if asks_for_tools(history[i])]
         cut, size = task + 1, 0
         for start, end in reversed(list(zip(starts, [*starts[1:], len(history)]))):
@@ -105,22 +192,23 @@ class Summariser:
             if size > self.window * RECENT_SHARE and start != starts[-1]:
                 break
             cut = start
-        kept_at = [i for i in range(task + 1, cut) if any(history[i] is k for k in keep)]
+        kept_at = [i for i in range(task + 1, cut) if any(history[i] is k for k in untouched.kept)]
         kept = range(0)
         if kept_at:
             first = max(s for s in starts if s <= kept_at[0])
             kept = range(first, next((s for s in starts if s > first), cut))
         return history[1:task], history[task + 1:cut], [history[i] for i in kept], history[cut:]
 
-    def chars_per_token(self, history: list[dict]) -> float:
-        """Characters a token of this conversation: measured from the latest reported size where there is one
-        (within 2 to 6), else the cautious estimate."""
-        counted, tokens = self.replies.reported or (0, 0)
-        if not tokens or not 0 < counted <= len(history):
+    def chars_per_token(self, history: list[dict], sent: Sent | None) -> float:
+        """Characters a token of this conversation: measured from the latest reported size of this history where
+        there is one (within 2 to 6), else the cautious estimate."""
+        known, tokens = _reported(history, sent)
+        if not tokens or not known:
             return CHARS_PER_TOKEN
-        return min(max(_chars(history[:counted]) / tokens, 2.0), 6.0)
+        return min(max(_chars(history[:known]) / tokens, 2.0), 6.0)
 
-    def _shortened(self, earlier: list[dict], old: list[dict], kept: list[dict], chars_per_token: float) -> Shortened:
+    def _shortened(self, task_message: dict, earlier: list[dict], old: list[dict], kept: list[dict],
+                   chars_per_token: float) -> Shortened:
         """The older part, shortened where it stands: each step's call as it was, and its results replaced by
         what they said. A short result stays as it is; the model reads each long one alone, in a request of its
         own, for the facts the task needs (a figure its note lost is quoted after it: ``missed_figures``).
@@ -129,7 +217,7 @@ class Summariser:
         (the plan) stays as it is, and replies that were re-asked are left out. The ``earlier`` turns of a
         conversation, and the oldest steps past BRIEF_SHARE of the window, become the lines of one brief, an
         earlier brief's lines carried on as they are."""
-        task = truncate(self.task.get("content") or "", MAX_TASK_CHARS)
+        task = truncate(task_message.get("content") or "", MAX_TASK_CHARS)
         budget = max(MIN_RESULT_CHARS, int((self.window or 0) * TRANSCRIPT_SHARE * chars_per_token) - len(task))
         done = Shortened()
         entries: list[tuple[str, list[dict], bool]] = []  # a line of text ("" for the kept step), its messages,
@@ -176,8 +264,8 @@ class Summariser:
 
     def _note(self, task: str, call: str, result: str, done: Shortened) -> str:
         """The model's note of one long result: what it says that the task needs (empty if it wrote none)."""
-        reply = self.replies.ask(self.model, [{"role": "user", "content": prompts.render(
-            "note", task=task, call=call, result=result, words=NOTE_WORDS)}])
+        reply = counted(self.model.complete([{"role": "user", "content": prompts.render(
+            "note", task=task, call=call, result=result, words=NOTE_WORDS)}]), self.spent)
         done.requests += 1
         for kind in done.usage:
             done.usage[kind] += (reply.usage or {}).get(kind) or 0
@@ -282,6 +370,12 @@ def _calls(message: dict) -> str:
         calls = [(a["tool"], json.dumps(a.get("arguments"), ensure_ascii=False))
                  for a in (value if isinstance(value, list) else [value])]
     return "; ".join(f"{name} {truncate(str(arguments), SHORT_RESULT_CHARS)}" for name, arguments in calls)
+
+
+def _reported(history: list[dict], sent: Sent | None) -> tuple[int, int]:
+    """How many of the history's first messages the endpoint counted, and their prompt tokens; none when the latest
+    request was of another history (one that compaction has since replaced)."""
+    return (sent.messages, sent.tokens) if sent is not None and sent.history is history else (0, 0)
 
 
 def _estimate(message: dict) -> int:

@@ -117,7 +117,7 @@ def _because(variable: str | None) -> str:
     return f" (chosen because {variable} is set)" if variable else ""
 
 
-def _name(sources: list[tuple[str, Mapping]], *names: str) -> str | None:
+def _name(sources: list[_Source], *names: str) -> str | None:
     """The variable among ``names`` that is set, when no flag set any of them."""
     if any(sources[0].values.get(name) for name in names):
         return None
@@ -146,10 +146,13 @@ class _Source:
     trust: int  # a key goes only to a base URL from a source at least this trusted
 
 
-def _pick(sources: list[_Source], *names: str) -> tuple[str | None, _Source | None]:
-    """The first value set for one of ``names``, taking the sources in order, and its source."""
+_NOWHERE = _Source("nowhere", {}, 0)  # where a setting that is not set comes from
+
+
+def _pick(sources: list[_Source], *names: str) -> tuple[str | None, _Source]:
+    """The first value set for one of ``names``, taking the sources in order, and its source (_NOWHERE if none)."""
     for source in sources:
         for name in names:
             if source.values.get(name):
                 return source.values[name], source
-    return None, None
+    return None, _NOWHERE

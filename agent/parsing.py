@@ -7,12 +7,14 @@ import json
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from agent.text import scrub
-from agent.tools.docs import fault_note, shorten
+from agent.text import kind_of, scrub
+from agent.tools.docs import MAX_MESSAGE, fault_note
+from agent.tools.text import shorten
 from agent.tools.registry import bad_arguments, unknown_tool
 
 MAX_BATCH = 8
@@ -54,8 +56,6 @@ _ARITHMETIC = re.compile(r"[ \t]*[-+*/%]")  # an operator where the decoder want
 _NUMBER_END = re.compile(r"[0-9][ \t]*\Z")
 _JSON_WORDS = {"true", "false", "null", "NaN", "Infinity", "-Infinity"}
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
-_KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
-          dict: "an object", type(None): "null"}
 
 
 class ParseError(Exception):
@@ -166,9 +166,9 @@ def parse_answer(text: str | None, answer: Draft202012Validator, finish_reason: 
         if finish_reason == "length":
             raise ParseError("truncated", TRUNCATED) from error
         raise
-    error = best_match(answer.iter_errors(value))
-    if error is not None:
-        raise ParseError("schema", f"${error.json_path[1:]}: {_describe(error)} ({ANSWER_NOTE})")
+    fault = best_match(answer.iter_errors(value))
+    if fault is not None:
+        raise ParseError("schema", f"${fault.json_path[1:]}: {_describe(fault)} ({ANSWER_NOTE})")
     return scrub(value)
 
 
@@ -197,16 +197,18 @@ def _strip_reasoning(text: str) -> str:
     tags = [(m.start(), m.end(), bool(m[1]), m[2].lower()) for m in _THINK_TAG.finditer(text)]
     if not tags:
         return text
-    closing_after, later = [None] * len(tags), {}
+    closing_after: list[int | None] = [None] * len(tags)
+    later: dict[str, int] = {}
     for i in range(len(tags) - 1, -1, -1):
         closing_after[i] = later.get(tags[i][3])
         if tags[i][2]:
             later[tags[i][3]] = i
     kept, left, block_end, i = [], [], 0, 0  # tags outside blocks; the spans of text between blocks
     while i < len(tags):
-        if not tags[i][2] and closing_after[i] is not None:
+        closing = closing_after[i]
+        if not tags[i][2] and closing is not None:
             left.append((block_end, tags[i][0]))
-            block_end, i = tags[closing_after[i]][1], closing_after[i] + 1
+            block_end, i = tags[closing][1], closing + 1
         else:
             kept.append(tags[i])
             i += 1
@@ -270,6 +272,7 @@ def _scan(text: str) -> tuple[list[_Found], tuple | None]:
     repair_calls, repair_chars = _REPAIR_CALLS, _REPAIR_CHARS
     while bracket := _BRACKET.search(text, position):  # a plain class first: much faster over prose
         match = _START.match(text, bracket.start())
+        assert match is not None  # at a bracket, a value or a key starts
         start = match.start()
         if match["value"]:
             try:
@@ -319,7 +322,7 @@ def _decode_at(text: str, start: int) -> tuple[object, int]:
 def _raw_decode(text: str, start: int = 0) -> tuple[object, int]:
     """JSONDecoder.raw_decode, with Python's limits (recursion, digits of an int) as ParseErrors."""
     try:
-        return _DECODER.scan_once(text, start)
+        return _DECODER.scan_once(text, start)  # type: ignore[attr-defined]  # raw_decode's own scanner
     except StopIteration as stop:  # what raw_decode does: the value is where no value was found
         raise json.JSONDecodeError("Expecting value", text, stop.value) from None
     except json.JSONDecodeError:
@@ -372,17 +375,20 @@ def _repairable(text: str, position: int) -> bool:
 def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
     """The bracketed value at `start`, decoded after the repairs it needs (None if it is not JSON even then,
     or does not end before `stop`), and how far the text was read."""
-    out, fixes, depth, i = [], set(), 0, start
+    out: list[str] = []
+    fixes: set[str] = set()
+    depth, i = 0, start
     while i < stop:
         token = _REPAIR_TOKEN.match(text, i, stop)
         if not token:
             return None, i
-        kind, piece = token.lastgroup, token.group()
+        kind, piece, end = token.lastgroup, token.group(), token.end()
         if kind == "quote":
             string = _STRING[piece].match(text, i, stop)
             if not string:
                 return None, stop
             out.append(_as_json_string(string[1], piece, fixes))
+            end = string.end()
         elif kind == "word":
             if piece in _PY_LITERALS:
                 fixes.add("python_literals")
@@ -394,7 +400,7 @@ def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
         else:
             out.append(piece)
             depth += (kind == "open") - (kind == "close")
-        i = token.end() if kind != "quote" else string.end()
+        i = end
         if depth == 0:
             break
     if depth or not fixes:
@@ -467,9 +473,11 @@ def _joined(actions: list[_Found]) -> _Found | None:
     A final answer after them was written before their results could be read, so it is dropped (and the
     model answers again once it has them). Anything else, or more calls than a batch holds, is not joined.
     """
-    calls, repairs, dropped = [], [], False
+    calls: list[dict] = []
+    repairs: list[str] = []
+    dropped = False
     for found in actions:
-        items = found.value if isinstance(found.value, list) else [found.value]
+        items: list[Any] = found.value if isinstance(found.value, list) else [found.value]
         if not dropped and all(item.get("type") == "tool_call" for item in items):
             calls += items
             repairs += found.repairs
@@ -510,7 +518,7 @@ def _invalid_json(text: str, position: int, reason: str) -> ParseError:
                                       f"  {excerpt}\n  {caret}{advice}")
 
 
-def _validate(value: object, actions: ActionSchema) -> None:
+def _validate(value: Any, actions: ActionSchema) -> None:
     """Raise the most precise ParseError for a value the schema rejects: the count and the nesting first,
     then each action against the one branch its `type` and `tool` pick."""
     batch = isinstance(value, list) and actions.batch
@@ -518,7 +526,7 @@ def _validate(value: object, actions: ActionSchema) -> None:
         if not 1 <= len(value) <= MAX_BATCH:
             raise ParseError("schema", f"a JSON array of tool calls must have 1..{MAX_BATCH} items, got {len(value)}")
     elif not isinstance(value, dict):
-        raise ParseError("schema", f"the reply must be a JSON object, got {_KINDS[type(value)]}")
+        raise ParseError("schema", f"the reply must be a JSON object, got {kind_of(value)}")
     if _deeper_than(value, MAX_DEPTH):
         raise ParseError("invalid_json", TOO_DEEP)
     if batch:
@@ -555,7 +563,7 @@ def _check_item(item: object, prefix: str, final: Draft202012Validator | None,
     """Raise the most precise error for one action; `final` is None inside a batch, where only calls are allowed,
     and when the schema allows no final answer (the reply must call a tool)."""
     if not isinstance(item, dict):
-        raise ParseError("schema", f"{prefix} must be a tool_call object, got {_KINDS[type(item)]}")
+        raise ParseError("schema", f"{prefix} must be a tool_call object, got {kind_of(item)}")
     kind = item.get("type")
     if kind == "final" and final is not None:
         return _raise_first_error(final, item, prefix)
@@ -596,6 +604,6 @@ def _describe(error) -> str:
         return f"{text} (allowed: {', '.join(allowed)})" if allowed else text
     shown = repr(error.instance)
     if not error.message.startswith(shown):
-        return shorten(error.message)
+        return shorten(error.message, MAX_MESSAGE)
     value = json.dumps(error.instance, ensure_ascii=False)
-    return shorten((value if len(value) <= 60 else value[:57] + "...") + error.message[len(shown):])
+    return shorten(shorten(value, 60) + error.message[len(shown):], MAX_MESSAGE)

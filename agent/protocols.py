@@ -1,20 +1,21 @@
 """The two ways of asking a model for actions: a JSON protocol in the prompt, or native tool calls.
 
-Both give the loop the same four things: the system prompt, the request options, a parsed
-turn for each reply, and the messages that carry tool results back.
+Both give the loop the same six things (``ActionProtocol``): a name, the system prompt, the request options, a
+reader of a streaming reply's answer, a parsed turn for each reply, and the messages that carry tool results back.
 """
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from agent import prompts
 from agent.models import Reply, tool_call
 from jsonschema import Draft202012Validator
 
 from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action, parse_answer
-from agent.streaming import ContentReader, FinalAnswerReader, Unshown
+from agent.streaming import AnswerReader, ContentReader, FinalAnswerReader, Unshown
 from agent.text import scrub
 from agent.tools.registry import unknown_tool
 
@@ -56,6 +57,25 @@ class Reask:
 
 
 Turn = Final | Step | Reask
+
+
+class ActionProtocol(Protocol):
+    """A way of asking a model for actions, as the loop, `agent serve` and the evaluation use it."""
+
+    name: str  # "prompt" or "native", as a run's result and trace name it
+    options: dict  # sent with every request (native tools, response_format)
+
+    def system_prompt(self) -> str: ...
+
+    def answer_reader(self) -> AnswerReader:
+        """A fresh reader of one streaming reply's answer."""
+        ...
+
+    def parse(self, reply: Reply) -> Turn: ...
+
+    def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
+        """The messages that give the calls' ``outputs`` back to the model, in order."""
+        ...
 
 
 class PromptProtocol:
@@ -142,6 +162,13 @@ def asks_for_tools(message: dict) -> bool:
         return False
     actions = value if isinstance(value, list) and value else [value]
     return all(isinstance(a, dict) and a.get("type") == "tool_call" for a in actions)
+
+
+def with_instructions(system: str, instructions: str) -> str:
+    """A protocol's system prompt with the user's own instructions, if there are any, after it (`agent --system`,
+    the system messages a client of `agent serve` sends)."""
+    instructions = scrub(instructions.strip())
+    return f"{system}\nInstructions from the user:\n{instructions}\n" if instructions else system
 
 
 def _hints(tools) -> str:
@@ -257,7 +284,7 @@ class NativeProtocol:
                     return Final(answer, {"role": "assistant", "content": answer})
                 except ParseError as error:
                     failure = error
-            written = written_call(reply.content)
+            written = written_call(reply.content or "")
             if written and written[0] not in self.registry:  # as prompt mode would: a call, to no such tool
                 return self._reask(reply, "unknown_tool", unknown_tool(written[0], self.registry.names))
             if written:  # a call to a real tool, written as text instead of sent as a tool call
@@ -270,20 +297,21 @@ class NativeProtocol:
         if len(reply.tool_calls) > MAX_BATCH:
             return self._reask(reply, "too_many_calls", f"your reply had {len(reply.tool_calls)} tool calls; "
                                                         f"at most {MAX_BATCH} can run from one reply, none was run")
-        calls = [self._call(tc, f"call_{i}") for i, tc in enumerate(reply.tool_calls, 1)]
-        tool_calls = [scrub(tool_call(c.id, c.tool, raw)) for c, raw in calls]
-        calls = [c for c, _ in calls]
+        made = [self._call(tc, f"call_{i}") for i, tc in enumerate(reply.tool_calls, 1)]
+        tool_calls = [scrub(tool_call(c.id or "", c.tool, raw)) for c, raw in made]  # _call gives each an id
+        calls = [c for c, _ in made]
         message = {"role": "assistant", "content": scrub(reply.content), "tool_calls": tool_calls}
-        if all(c.error for c in calls):
-            problem = "; ".join(c.error.removeprefix("error: ") for c in calls)
-            return Reask(calls[0].error_kind, problem, [message] + self.results(calls, [c.error for c in calls]))
+        errors = [c.error for c in calls if c.error]
+        if len(errors) == len(calls):
+            problem = "; ".join(e.removeprefix("error: ") for e in errors)
+            return Reask(calls[0].error_kind or "", problem, [message] + self.results(calls, errors))
         return Step(calls, message)
 
     def _call(self, item: object, default_id: str) -> tuple[ToolCall, str]:
         """The call with its arguments decoded and checked (or the error to answer it with), and its
         arguments as JSON text for the history. An odd shape is an error too, never an exception."""
         item = item if isinstance(item, dict) else {}
-        function = item.get("function") if isinstance(item.get("function"), dict) else {}
+        function = item["function"] if isinstance(item.get("function"), dict) else {}
         name, raw, id = function.get("name"), function.get("arguments"), item.get("id")
         call = ToolCall(name if isinstance(name, str) else "", {}, id=id if isinstance(id, str) and id else default_id)
         if raw is None or isinstance(raw, str) and not raw.strip():

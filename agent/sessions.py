@@ -141,7 +141,7 @@ class Sessions:
 
     def all(self) -> list[tuple[str, Session | SessionError]]:
         """Every session in the folder by name, the latest used first; one that cannot be read, with its error."""
-        found = []
+        found: list[tuple[str, Session | SessionError]] = []
         for path in self.folder.glob("*.json") if self.folder.is_dir() else []:
             if _NAME.fullmatch(path.stem):
                 try:

@@ -5,14 +5,31 @@ Streaming only shows; the reply the loop parses, re-asks and traces is the whole
 """
 from __future__ import annotations
 
-from typing import Callable, Generator
+from typing import Callable, Generator, Protocol
 
+from agent.models import Model, Reply
 from agent.text import scrub
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX = set("0123456789abcdefABCDEF")
 _WHITESPACE = " \t\n\r"
 _THINK_OPEN, _THINK_CLOSE = ("<think>", "<thinking>"), ("</think>", "</thinking>")
+
+
+class AnswerReader(Protocol):
+    def feed(self, text: str) -> str:
+        """The answer text that ``text`` (the next piece of the reply) adds."""
+        ...
+
+
+class Display(Protocol):
+    """What shows a reply's answer as it arrives: ``start()`` a reply, ``show(text)`` each piece, ``end()`` it."""
+
+    def start(self) -> None: ...
+
+    def show(self, text: str) -> None: ...
+
+    def end(self) -> None: ...
 
 
 class _Unreadable(Exception):
@@ -213,10 +230,10 @@ class Streamed:
     reply, and ``display`` gets ``start()``, ``show(text)`` for each piece and ``end()``. A model without
     ``stream`` is asked as usual, and shows nothing until the run prints its answer."""
 
-    def __init__(self, model, reader: Callable[[], FinalAnswerReader | ContentReader | Unshown], display):
+    def __init__(self, model: Model, reader: Callable[[], AnswerReader], display: Display):
         self.model, self.reader, self.display = model, reader, display
 
-    def complete(self, messages: list[dict], **options):
+    def complete(self, messages: list[dict], **options) -> Reply:
         stream = getattr(self.model, "stream", None)
         if stream is None:
             return self.model.complete(messages, **options)

@@ -4,43 +4,37 @@ trace nested under the call, and what it spent counts in the parent's totals."""
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable, Iterable
 
 from agent.config import Settings
-from agent.loop import Agent, ignore
+from agent.loop import Agent
 from agent.models import Model
-from agent.tools import Plan, Registry, ToolError, ToolResult
+from agent.protocols import ActionProtocol
+from agent.tools import Plan, Registry, Tool, ToolResult
 from agent.tools.spawn import spawn_tool
+from agent.trace import Emit, ignore
 
 
 class SubAgents:
-    """The spawn_agent tool (``tool``) and the runner behind it. The tool is made first, to go in the registry;
-    ``attach`` then gives it what a run needs: the model, the registry, the protocol and the settings."""
+    """The spawn_agent tool (``tool``) and the runner behind it: each helper runs on ``model`` with ``tools`` (the
+    parent's, but spawn_agent; a plan of its own), the protocol ``make_protocol(registry)`` makes and
+    ``settings``; ``emit`` is the parent's trace."""
 
-    def __init__(self):
+    def __init__(self, model: Model, tools: Iterable[Tool], make_protocol: Callable[[Registry], ActionProtocol],
+                 settings: Settings, *, instructions: str = "", emit: Emit = ignore):
         self.tool = spawn_tool(self.run)
-        self.model: Model | None = None
-        self.registry: Registry | None = None
-        self.make_protocol: Callable | None = None
-        self.settings, self.instructions, self.emit = Settings(), "", ignore
+        self.model, self.make_protocol, self.settings = model, make_protocol, settings
+        self.tools = [t for t in tools if t.name != self.tool.name]
+        self.instructions, self.emit = instructions, emit
         self.spawned = 0  # sub-agents started in this process, to tell their events apart
         self._lock = threading.Lock()  # the calls of one batch run at once
 
-    def attach(self, model: Model, registry: Registry, make_protocol: Callable, settings: Settings, *,
-               instructions: str = "", emit: Callable[..., None] = ignore) -> None:
-        """``make_protocol(registry)`` makes the sub-agent's protocol; ``emit`` is the parent's trace."""
-        self.model, self.registry, self.make_protocol = model, registry, make_protocol
-        self.settings, self.instructions, self.emit = settings, instructions, emit
-
     def run(self, task: str) -> ToolResult:
-        if self.model is None:
-            raise ToolError("spawn_agent is not set up (no model attached); do this part yourself")
         with self._lock:
             self.spawned += 1
             number = self.spawned
-        # the parent's tools but this one; a plan of its own, so that the parent's stays the parent's
-        tools = Registry([Plan().tool if t.name == "todo_write" else t for t in self.registry
-                          if t.name != self.tool.name])
+        # a plan of its own, so that the parent's stays the parent's
+        tools = Registry([Plan().tool if t.name == "todo_write" else t for t in self.tools])
 
         def nested(event: str, **data) -> None:
             self.emit("subagent", agent=number, inner={"event": event, **data})
@@ -53,6 +47,6 @@ class SubAgents:
         spent = {"model_calls": result.model_calls, "prompt_tokens": result.prompt_tokens,
                  "completion_tokens": result.completion_tokens, "usage_missing": result.usage_missing}
         if result.status == "final":
-            return ToolResult(True, result.answer, spent)
+            return ToolResult(True, result.answer or "", spent)
         return ToolResult(False, f"error: the helper ended without an answer ({result.status}: {result.error}); "
                                  "do this part yourself, or hand over a smaller one", spent)

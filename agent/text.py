@@ -26,6 +26,15 @@ def for_terminal(text: str) -> str:
     return _UNSAFE_ON_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
+_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number",
+          type(None): "null"}
+
+
+def kind_of(value: object) -> str:
+    """What kind of JSON value ``value`` is, as a message names it: "an object", "an array", "null", ..."""
+    return _KINDS.get(type(value), type(value).__name__)
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 

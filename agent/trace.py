@@ -1,4 +1,5 @@
-"""A JSONL trace of a run: one event per line, written and flushed as it happens."""
+"""A run's events and where they go: the JSONL trace (one event per line, written and flushed as it happens), and
+the small sinks a caller combines (``ignore``, ``fan_out``, ``describing``)."""
 from __future__ import annotations
 
 import json
@@ -6,6 +7,12 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from agent.text import scrub
+
+Emit = Callable[..., None]  # emit(event, **data): what hears a run's events
+
+
+def ignore(event: str, **data) -> None:
+    """An emit that hears nothing."""
 
 
 def timestamp() -> str:
@@ -48,7 +55,7 @@ class Trace:
         self.close()
 
 
-def fan_out(*listeners: Callable[..., None]) -> Callable[..., None]:
+def fan_out(*listeners: Emit) -> Emit:
     """One ``emit`` that passes every event to each listener in turn."""
 
     def emit(event: str, **data) -> None:
@@ -58,7 +65,7 @@ def fan_out(*listeners: Callable[..., None]) -> Callable[..., None]:
     return emit
 
 
-def describing(listener: Callable[..., None], info: Callable[[], dict]) -> Callable[..., None]:
+def describing(listener: Emit, info: Callable[[], dict]) -> Emit:
     """``listener``, with what ``info()`` says of the run (the model, its endpoint, ...) added to each
     ``run_start`` event: what the loop does not know, told by whoever built the model."""
 

@@ -38,7 +38,7 @@ OTHER_TASK = "What is 2**20 - 1?"
 
 def default_tools(workspace: str):
     """The tools `agent TASK` offers by default, as the command line makes them (nothing is approved)."""
-    from agent.cli.options import toolbox
+    from agent.cli.toolbox import toolbox
     from agent.cli.run import run_parser
 
     return toolbox(run_parser().parse_args(["--workspace", workspace, TASK]), None).registry

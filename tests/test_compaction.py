@@ -2,25 +2,21 @@
 prompt, the task, the plan and the latest steps stay as they are; a call is never cut from its result."""
 import json
 import re
+from collections import Counter
 
 import pytest
 
 from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
-from agent.compaction import BRIEF_SHARE, MAX_NOTES, NOTE_CHARS, NOTED, SHORT_RESULT_CHARS, Summariser, missed_figures, steps, unrepeated
+from agent.compaction import (BRIEF_SHARE, MAX_NOTES, NOTE_CHARS, NOTED, SHORT_RESULT_CHARS, Summariser, missed_figures,
+                              steps, unrepeated)
 from agent.protocols import NativeProtocol, PromptProtocol, asks_for_tools
+from agent.replies import Sent
 from agent.tools import Plan, Registry
+from agent.trace import ignore
 from tests.support import action
 
-
-class Counted:
-    """What Replies keeps (the latest call's size: messages of the history, prompt tokens) and does for a brief."""
-    reported = None
-
-    @staticmethod
-    def ask(model, messages):
-        return model.complete(messages)
-
+TASK_MESSAGE = {"role": "user", "content": "t"}
 PROTOCOLS = ["prompt", "native"]
 PAGES = 8
 
@@ -92,9 +88,9 @@ def test_a_long_run_is_summarised_more_than_once_and_keeps_the_task_the_plan_and
     replies += [call(protocol, n, "page", {"n": n}) for n in range(1, PAGES + 1)] + [final(protocol, "word1 to word8")]
     model = BriefingModel(replies)
     proto = NativeProtocol(registry) if protocol == "native" else PromptProtocol(registry)
-    agent = Agent(model, registry, proto, Settings(context_window=2500))
     events = []
-    agent.emit = lambda event, **data: events.append((event, data))
+    agent = Agent(model, registry, proto, Settings(context_window=2500),
+                  emit=lambda event, **data: events.append((event, data)))
     result = agent.run("Read every page and name the last word of each.")
     assert (result.status, result.answer) == ("final", "word1 to word8")
     compactions = [data for event, data in events if event == "compaction"]
@@ -122,9 +118,9 @@ def test_a_long_run_is_summarised_more_than_once_and_keeps_the_task_the_plan_and
 
 def test_a_later_brief_carries_the_earlier_one_on():
     model = BriefingModel([call("prompt", n, "page", {"n": n}) for n in range(1, PAGES + 1)] + [final("prompt", "done")])
-    agent = Agent(model, pages(), settings=Settings(context_window=2000))
     summaries = []
-    agent.emit = lambda event, **data: summaries.append(data["summary"]) if event == "compaction" else 0
+    agent = Agent(model, pages(), settings=Settings(context_window=2000),
+                  emit=lambda event, **data: summaries.append(data["summary"]) if event == "compaction" else 0)
     assert agent.run("Read the pages.").status == "final"
     assert len(summaries) >= 2 and summaries[0] in summaries[1]
     assert not any("ends with" in request[0]["content"] for request in model.briefs)  # no brief is read again
@@ -171,15 +167,15 @@ def prompt_steps(results: list[str]) -> list[dict]:
     return history
 
 
-def summarise(summariser, history: list[dict]) -> tuple[str, dict, int]:
+def summarise(summariser, history: list[dict], task: dict = TASK_MESSAGE) -> tuple[str, dict, int]:
     """The text of what compaction makes of ``history`` (the older steps of a run), its usage and requests."""
-    shortened = summariser._shortened([], history, [], 3)
+    shortened = summariser._shortened(task, [], history, [], 3)
     return shortened.text, shortened.usage, shortened.requests
 
 
 def summary_of(history: list[dict]) -> tuple[str, int, BriefingModel]:
     model = BriefingModel([])
-    summariser = Summariser(model, 8192, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
+    summariser = Summariser(model, 8192, ignore, Counter())
     summary, _, requests = summarise(summariser, history)
     return summary, requests, model
 
@@ -229,9 +225,8 @@ def test_an_empty_brief_leaves_the_history_and_is_not_asked_for_again():
             return ScriptedModel.complete(self, messages, **options)
 
     model = Silent([call("prompt", n, "page", {"n": n}) for n in range(1, PAGES + 1)] + [final("prompt", "done")])
-    agent = Agent(model, pages(), settings=Settings(context_window=2000))
     events = []
-    agent.emit = lambda event, **data: events.append(event)
+    agent = Agent(model, pages(), settings=Settings(context_window=2000), emit=lambda event, **data: events.append(event))
     assert agent.run("Read the pages.").status == "final"
     assert len(model.briefs) == 1 and events.count("compaction_failed") == 1 and "compaction" not in events
 
@@ -241,13 +236,11 @@ def test_an_empty_brief_leaves_the_history_and_is_not_asked_for_again():
 def test_reported_prompt_tokens_are_used_where_the_endpoint_gives_them():
     history = [{"role": "system", "content": "s"}, {"role": "user", "content": "t"},
                {"role": "assistant", "content": "x" * 300}]
-    replies = Counted()
-    summariser = Summariser(ScriptedModel(), 8192, history[1], lambda *a, **k: None, replies)
-    assert summariser.tokens(history) == 4 + 4 + (100 + 4)  # an estimate: 3 characters a token, 4 a message
-    replies.reported = (2, 5000)  # the endpoint counted the first two messages
-    assert summariser.tokens(history) == 5000 + 104
-    replies.reported = (9, 5000)  # from a longer history than this one: not this one's size
-    assert summariser.tokens(history) == 112
+    summariser = Summariser(ScriptedModel(), 8192, ignore, Counter())
+    assert summariser.tokens(history, None) == 4 + 4 + (100 + 4)  # an estimate: 3 characters a token, 4 a message
+    assert summariser.tokens(history, Sent(history, 2, 5000)) == 5000 + 104  # the endpoint counted the first two
+    replaced = list(history)  # a history compaction has since replaced: the count is not this one's size
+    assert summariser.tokens(history, Sent(replaced, 2, 5000)) == 112
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -298,7 +291,7 @@ def test_a_note_that_repeats_itself_is_kept_once_in_the_brief():
             self.briefs.append(messages)
             return Reply(content="word1, " * 200)
 
-    summariser = Summariser(Repeating([]), 8192, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
+    summariser = Summariser(Repeating([]), 8192, ignore, Counter())
     summary, _, requests = summarise(summariser, prompt_steps(["page 1: word1 " + "x" * 900]))
     assert (summary, requests) == ('- page {"n": 0} -> word1,', 1)
 
@@ -332,16 +325,16 @@ def test_the_brief_quotes_the_sentence_a_note_left_out():
             self.briefs.append(messages)
             return Reply(content="Quarterly report, East region")
 
-    summariser = Summariser(Forgetful([]), 8192, {"role": "user", "content": TASK}, lambda *a, **k: None, Counted())
-    summary, _, _ = summarise(summariser, prompt_steps([REPORT + " Filler." * 100]))
+    summariser = Summariser(Forgetful([]), 8192, ignore, Counter())
+    summary, _, _ = summarise(summariser, prompt_steps([REPORT + " Filler." * 100]), {"role": "user", "content": TASK})
     assert summary == ('- page {"n": 0} -> Quarterly report, East region The result says: '
                        'Revenue for the quarter: 2,300 thousand euros.')
 
 
 def shortened(history, earlier=(), kept=(), window=8192, model=None):
     model = model or BriefingModel([])
-    summariser = Summariser(model, window, {"role": "user", "content": "t"}, lambda *a, **k: None, Counted())
-    return summariser._shortened(list(earlier), history, list(kept), 3), model
+    summariser = Summariser(model, window, ignore, Counter())
+    return summariser._shortened(TASK_MESSAGE, list(earlier), history, list(kept), 3), model
 
 
 def test_older_steps_keep_their_calls_and_have_their_long_results_replaced_by_notes():

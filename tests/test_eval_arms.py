@@ -185,7 +185,7 @@ def test_many_workers_run_at_once_against_a_server(server, workspace, capsys):
 def test_the_bar_counts_each_arm_and_estimates_the_time_left():
     from io import StringIO
 
-    from agent.cli.progress import Bar, duration
+    from agent.cli.eval_progress import Bar, duration
 
     now = [0.0]
     out = StringIO()

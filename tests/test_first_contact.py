@@ -10,7 +10,7 @@ import time
 import pytest
 
 from agent.cli import main, split_command
-from agent.cli.run import Heartbeat
+from agent.cli.display import Heartbeat
 from agent.config import OPENAI_DEFAULT_MODEL, resolve_endpoint
 from agent.models import Reply
 from tests.support import action, child_env

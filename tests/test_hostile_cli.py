@@ -374,7 +374,7 @@ def test_ctrl_c_during_the_sdks_import_is_not_swallowed():
     """The SDK's import is where a KeyboardInterrupt was once swallowed (pydantic: 'Exception ignored in ...',
     and the run went on): Ctrl-C pressed during it arrives once the import is done."""
     script = ("import os, signal, threading, sys\n"
-              "from agent.cli.options import interrupts_deferred\n"
+              "from agent.cli.setup import interrupts_deferred\n"
               "def pressed(): os.kill(os.getpid(), signal.SIGINT)\n"
               "try:\n"
               "    with interrupts_deferred():\n"

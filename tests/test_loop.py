@@ -6,10 +6,10 @@ import threading
 import pytest
 
 from agent import Agent, ModelError, Reply, ScriptedModel, Settings
+from agent.compaction import is_result
 from agent.protocols import NativeProtocol, PromptProtocol
-from agent.loop import is_result
-from agent.trace import Trace
 from agent.tools import Registry, builtin_registry
+from agent.trace import Trace, ignore
 
 PROTOCOLS = ["prompt", "native"]
 
@@ -30,11 +30,11 @@ def final_reply(protocol: str, answer: str) -> Reply:
     return Reply(content=json.dumps({"type": "final", "answer": answer}))
 
 
-def make_agent(protocol: str, replies, registry=None, **settings) -> tuple[Agent, ScriptedModel]:
+def make_agent(protocol: str, replies, registry=None, emit=ignore, **settings) -> tuple[Agent, ScriptedModel]:
     registry = registry or builtin_registry(".")
     model = ScriptedModel(replies)
     proto = NativeProtocol(registry) if protocol == "native" else PromptProtocol(registry)
-    return Agent(model, registry, proto, Settings(**settings)), model
+    return Agent(model, registry, proto, Settings(**settings), emit=emit), model
 
 
 def result_texts(messages: list[dict]) -> list[str]:
@@ -234,9 +234,8 @@ def test_interrupt_ends_the_run_and_the_trace(tmp_path):
         raise KeyboardInterrupt
 
     path = tmp_path / "trace.jsonl"
-    agent, _ = make_agent("prompt", [tool_reply("prompt", ("stop", {}))], registry=registry)
     with Trace(path) as trace:
-        agent.emit = trace
+        agent, _ = make_agent("prompt", [tool_reply("prompt", ("stop", {}))], registry=registry, emit=trace)
         result = agent.run("stop")
     events = [json.loads(line) for line in path.read_text().splitlines()]
     assert result.status == "interrupted"
@@ -246,11 +245,10 @@ def test_interrupt_ends_the_run_and_the_trace(tmp_path):
 
 def test_trace_records_every_event(tmp_path):
     path = tmp_path / "trace.jsonl"
-    agent, _ = make_agent("prompt", [
-        "not json", tool_reply("prompt", ("calculator", {"expression": "6*7"})), final_reply("prompt", "42"),
-    ])
     with Trace(path) as trace:
-        agent.emit = trace
+        agent, _ = make_agent("prompt", [
+            "not json", tool_reply("prompt", ("calculator", {"expression": "6*7"})), final_reply("prompt", "42"),
+        ], emit=trace)
         agent.run("6*7")
     events = [json.loads(line) for line in path.read_text().splitlines()]
     assert [e["event"] for e in events] == [
@@ -261,9 +259,9 @@ def test_trace_records_every_event(tmp_path):
 
 
 def test_the_parsers_repairs_are_recorded_in_the_trace():
-    agent, _ = make_agent("prompt", ["{'type': 'final', 'answer': 'ok', }"])
     events = []
-    agent.emit = lambda event, **data: events.append((event, data))
+    agent, _ = make_agent("prompt", ["{'type': 'final', 'answer': 'ok', }"],
+                          emit=lambda event, **data: events.append((event, data)))
     assert agent.run("say ok").answer == "ok"
     assert [e for e in events if e[0] == "repaired"] == [("repaired", {"repairs": ["single_quotes", "trailing_commas"]})]
     assert [e[0] for e in events] == ["run_start", "model_call", "repaired", "final", "run_end"]
@@ -289,9 +287,9 @@ def test_oldest_tool_results_are_dropped_when_the_history_outgrows_its_limit(pro
         return f"page {n}: " + "x" * 3000
 
     replies = [tool_reply(protocol, ("page", {"n": n})) for n in range(4)] + [final_reply(protocol, "done")]
-    agent, model = make_agent(protocol, replies, registry=registry, max_history_chars=8600)
     events = []
-    agent.emit = lambda event, **data: events.append(event)
+    agent, model = make_agent(protocol, replies, registry=registry, max_history_chars=8600,
+                              emit=lambda event, **data: events.append(event))
     result = agent.run("read all pages " + "please " * 20)
     sent = model.calls[-1]["messages"]
     results = [m["content"] for m in sent if m["role"] in ("tool", "user")][1:]

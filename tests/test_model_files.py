@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.options import resolve
+from agent.cli.setup import resolve
 from agent.cli.run import run_parser
 from agent.config import ConfigError
 from agent.models.local import load_local_model

@@ -185,7 +185,7 @@ def bad_call(**function) -> dict:
 
 
 @pytest.mark.parametrize("body, fault", [
-    ("[]", "the body is a list"),
+    ("[]", "the body is an array"),
     ("null", "the body is null"),
     ('"hello"', "the body is a string"),
     ("42", "the body is a number"),
@@ -195,7 +195,7 @@ def bad_call(**function) -> dict:
     (completion(choices=[{"index": 0, "finish_reason": "stop"}]), "choices[0] has no 'message'"),
     (completion(choice={"message": "hi"}), "choices[0].message is a string"),
     (completion(message={"content": 42}), "choices[0].message.content is a number"),
-    (completion(message={"content": [{"type": "text", "text": "hi"}]}), "choices[0].message.content is a list"),
+    (completion(message={"content": [{"type": "text", "text": "hi"}]}), "choices[0].message.content is an array"),
     (completion(message={"tool_calls": [{"id": "c1", "type": "function", "function": None}]}),
      "choices[0].message.tool_calls[0].function is null"),
     (completion(message=bad_call(name=7)), "choices[0].message.tool_calls[0].function.name is a number"),
@@ -203,7 +203,7 @@ def bad_call(**function) -> dict:
      "choices[0].message.tool_calls[0].function.arguments is an object"),
     (completion(usage={"prompt_tokens": "12", "completion_tokens": 3}), "usage.prompt_tokens is a string"),
     (completion(usage={"prompt_tokens": -1}), "usage.prompt_tokens: -1 is less than the minimum of 0"),
-    (completion(choice={"finish_reason": ["stop"]}), "choices[0].finish_reason is a list"),
+    (completion(choice={"finish_reason": ["stop"]}), "choices[0].finish_reason is an array"),
     ("<html>Welcome to the web UI</html>", "the body is not JSON (<html>Welcome to the web UI</html>)"),
     ("", "the body is not JSON (empty)"),
 ])

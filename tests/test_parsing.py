@@ -401,7 +401,7 @@ def test_validation_errors_are_classified_with_the_json_path(text, kind, message
 def test_long_values_in_messages_are_shortened():
     error = error_of(json.dumps({"type": "final", "answer": {"text": "x" * 500}}))
     assert error.message.startswith('$.answer: {"text": "xxx')
-    assert error.message.endswith("... is not of type 'string'")
+    assert error.message.endswith("… is not of type 'string'")
     assert len(error.message) < 120
 
 

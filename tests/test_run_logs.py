@@ -16,7 +16,7 @@ import pytest
 
 from agent import Agent, ScriptedModel
 from agent.cli import main
-from agent.cli.run import without_secrets
+from agent.cli.setup import url_without_secrets
 from agent.runlog import RunLog, one, recent
 from agent.tools import builtin_registry
 from tests.support import action, child_env
@@ -299,7 +299,7 @@ def test_run_start_says_the_model_the_endpoint_without_secrets_and_the_times_are
     assert all(is_iso(e["time"]) for e in events)
     for stored in (workspace / "t.jsonl", default_log()):
         assert b"sk-secret" not in stored.read_bytes()
-    assert without_secrets("https://me:sk-4@example.com:8443/v1?key=sk-5#x") == "https://example.com:8443/v1"
+    assert url_without_secrets("https://me:sk-4@example.com:8443/v1?key=sk-5#x") == "https://example.com:8443/v1"
 
 
 def test_an_existing_trace_file_is_kept_unless_force(server, workspace, capsys):

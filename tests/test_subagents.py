@@ -8,23 +8,24 @@ from agent import Agent, Reply, ScriptedModel, Settings
 from agent.cli import main
 from agent.protocols import NativeProtocol, PromptProtocol
 from agent.subagents import SubAgents
-from agent.tools import Plan, builtin_registry
+from agent.tools import Plan, Registry, builtin_registry
 from tests.support import action
 
 
 def helper_setup(replies, protocol="prompt", **settings):
-    registry = builtin_registry(".")
+    events = []
+
+    def emit(event, **data):
+        events.append((event, data))
+
     plan = Plan()
-    subagents = SubAgents()
-    registry.add(plan.tool)
-    registry.add(subagents.tool)
     make = NativeProtocol if protocol == "native" else PromptProtocol
     model = ScriptedModel([Reply(content=r, usage={"prompt_tokens": 10, "completion_tokens": 1})
                            if isinstance(r, str) else r for r in replies])
-    agent = Agent(model, registry, make(registry), Settings(**settings))
-    events = []
-    agent.emit = lambda event, **data: events.append((event, data))
-    subagents.attach(model, registry, make, Settings(**settings), emit=lambda event, **data: agent.emit(event, **data))
+    tools = [*builtin_registry("."), plan.tool]
+    subagents = SubAgents(model, tools, make, Settings(**settings), emit=emit)
+    registry = Registry([*tools, subagents.tool])
+    agent = Agent(model, registry, make(registry), Settings(**settings), emit=emit)
     return agent, model, events, plan
 
 

@@ -80,13 +80,13 @@ def _power(base: Number, exponent: Number) -> Number:
 def _factorial(n: Number) -> int:
     if isinstance(n, int) and (n > MAX_BITS or n > 1 and math.lgamma(n + 1) / math.log(10) > MAX_DIGITS + 1):
         raise ToolError(_TOO_MANY_DIGITS)
-    return math.factorial(n)
+    return math.factorial(n)  # type: ignore[arg-type]  # a float is refused there, with its own message
 
 
 def _round(number: Number, ndigits: Number | None = None) -> Number:
     if isinstance(ndigits, int) and abs(ndigits) > MAX_DIGITS:
         raise ToolError(f"round: ndigits must be between -{MAX_DIGITS} and {MAX_DIGITS}")
-    return round(number, ndigits)
+    return round(number, ndigits)  # type: ignore[arg-type]  # a float is refused there, with its own message
 
 
 _BINARY: dict[type, Callable[[Number, Number], Number]] = {

@@ -7,6 +7,7 @@ from datetime import datetime, timezone as dt_timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .registry import ToolError, tool
+from .text import shorten
 
 # IANA names like Europe/Paris, America/Port-au-Prince or Etc/GMT+5; anything else is not even looked up.
 _ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]{1,32}(/[A-Za-z0-9_+-]{1,32}){0,3}")
@@ -27,5 +28,4 @@ def _zone(name: str) -> tzinfo:
             return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError, OSError):
             pass
-    shown = name if len(name) <= 60 else name[:60] + "…"
-    raise ToolError(f"unknown timezone {shown!r} (use an IANA name like Europe/Paris or UTC)")
+    raise ToolError(f"unknown timezone {shorten(name, 61)!r} (use an IANA name like Europe/Paris or UTC)")

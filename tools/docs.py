@@ -10,10 +10,13 @@ import difflib
 import json
 from typing import Any
 
+from .text import shorten
+
 MAX_DEPTH = 4  # nested objects are expanded this deep; deeper ones are shown as "object"
 MAX_ENUM = 30  # enum values listed; beyond, the count
 MAX_MESSAGE = 300  # characters of a message quoted in an error (a fault, a parameter's description, a name)
-MAX_GUESSED, MAX_CANDIDATES = 64, 1000  # values longer than this (given or allowed), or past the first 1000, are not guessed
+# values longer than MAX_GUESSED (given or allowed), or past the first MAX_CANDIDATES, are not guessed
+MAX_GUESSED, MAX_CANDIDATES = 64, 1000
 
 
 def describe(name: str, description: str, parameters: dict) -> str:
@@ -38,11 +41,7 @@ def fault_note(error) -> str:
     keys = [part for part in error.path if isinstance(part, str)]
     if not (text and keys):
         return hint
-    return f"{hint} ({keys[-1]}: {shorten(text)})"
-
-
-def shorten(text: str) -> str:
-    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+    return f"{hint} ({keys[-1]}: {shorten(text, MAX_MESSAGE)})"
 
 
 def closest(value: Any, allowed: Any) -> str | None:
@@ -124,7 +123,7 @@ def _object_of(spec: dict) -> dict | None:
 
 def _values(spec: dict) -> list[str]:
     """`one of "a" | "b"` for an enum, of the parameter or of its items."""
-    items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
+    items = spec["items"] if isinstance(spec.get("items"), dict) else {}
     for source, prefix in ((spec, "one of"), (items, "each one of")):
         if isinstance(source.get("enum"), list):
             return [f"{prefix} {_one_of(source['enum'])}"]

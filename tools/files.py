@@ -107,7 +107,7 @@ class Workspace:
             )
         if os.path.isdir(target):
             raise ToolError(f"{shown} is a directory; choose a file name inside it, like {shown}/notes.txt")
-        missing = []  # the folders to create, outermost first; removed again if the write fails
+        missing: list[Path] = []  # the folders to create, outermost first; removed again if the write fails
         folder = target.parent
         while not os.path.exists(folder):
             missing.insert(0, folder)
@@ -264,7 +264,8 @@ def file_tools(workspace: str | os.PathLike, approve: Callable[[str], bool] | No
         return space.write_file(path, content)
 
     return [
-        tool(space.read_file, name="read_file", description="Read a text file of the workspace; path is relative to the workspace folder.",
+        tool(space.read_file, name="read_file",
+             description="Read a text file of the workspace; path is relative to the workspace folder.",
              hint="Only the files of the workspace exist: read a file before you say what it holds."),
         tool(
             write_file,
@@ -279,7 +280,8 @@ def file_tools(workspace: str | os.PathLike, approve: Callable[[str], bool] | No
             space.list_dir,
             name="list_dir",
             description="List a workspace folder (default: the top one); sub-folders end with '/', "
-            "files show their size, links that lead outside the workspace are marked '-> (outside the workspace)' and cannot be used.",
+            "files show their size, links that lead outside the workspace are marked '-> (outside the workspace)' "
+            "and cannot be used.",
             hint="Use list_dir when you do not know a file's name.",
         ),
     ]

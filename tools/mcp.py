@@ -28,6 +28,7 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from .registry import Tool, ToolError
+from .text import shorten
 
 MAX_DESCRIPTION = 1000  # characters of a tool's description kept for the prompt
 MAX_PARAMETER_DESCRIPTION = 300  # characters of each description inside its parameter schema
@@ -109,7 +110,7 @@ def _safe(text: str, limit: int) -> str:
 class _Server:
     spec: ServerSpec
     session: Any = None
-    stop: asyncio.Event | None = None
+    stop: Any = None  # an asyncio.Event, made on the servers' loop when it starts
     task: asyncio.Future | None = None
     dead: str = ""  # why its tools can no longer be called
     tools: list[str] = field(default_factory=list)  # the names its tools are offered under
@@ -263,9 +264,8 @@ class MCPServers:
         unresolved = _unresolved_reference(schema)
         if unresolved:
             return f"its input schema refers to {unresolved[:100]!r}, which is not in it"
-        description = _clean(entry.get("description") or entry.get("title") or f"{original} (no description)")
-        if len(description) > MAX_DESCRIPTION:
-            description = description[:MAX_DESCRIPTION - 1] + "…"
+        description = shorten(_clean(entry.get("description") or entry.get("title") or f"{original} (no description)"),
+                              MAX_DESCRIPTION)
         read_only = (entry.get("annotations") or {}).get("readOnlyHint") is True
 
         def call(**arguments):
@@ -346,7 +346,8 @@ class MCPServers:
 async def _list_tools(session) -> list[dict]:
     """The server's tools (wire format), a page at a time, up to a page past MAX_TOOLS."""
     await session.initialize()
-    listed, cursor = [], None
+    listed: list[dict] = []
+    cursor = None
     while len(listed) <= MAX_TOOLS:
         page = await (session.list_tools(params=_page(cursor)) if cursor else session.list_tools())
         page = page.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -390,8 +391,8 @@ def result_text(result: dict) -> str:
 def _capped(schema: Any) -> Any:
     """A copy of the schema with every "description" string cleaned and capped."""
     if isinstance(schema, dict):
-        return {key: (_cap(_clean(value), MAX_PARAMETER_DESCRIPTION) if key == "description" and isinstance(value, str)
-                      else _capped(value)) for key, value in schema.items()}
+        return {key: shorten(_clean(value), MAX_PARAMETER_DESCRIPTION)
+                if key == "description" and isinstance(value, str) else _capped(value) for key, value in schema.items()}
     if isinstance(schema, list):
         return [_capped(item) for item in schema]
     return schema
@@ -427,10 +428,6 @@ def _unresolved_reference(schema: dict) -> str | None:
     return None
 
 
-def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def _clean(text: str) -> str:
     """Without control characters (escape sequences included); whitespace kept as spaces."""
     return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", " ", str(text)).strip()
@@ -455,8 +452,8 @@ def _connection_lost(error: BaseException) -> bool:
 
 def _message(error: BaseException) -> str:
     """The innermost message of an error (the SDK wraps failures in exception groups)."""
-    while getattr(error, "exceptions", None):
-        error = error.exceptions[0]
+    while inner := getattr(error, "exceptions", None):
+        error = inner[0]
     text = getattr(error, "message", None)
     return " ".join(str(text if isinstance(text, str) else error).split()) or type(error).__name__
 
@@ -509,4 +506,4 @@ def _last_line(errlog: _Tail | None) -> str:
 
 
 def _shown(spec: ServerSpec) -> str:
-    return _cap(" ".join([spec.command, *spec.args]), 80)
+    return shorten(" ".join([spec.command, *spec.args]), 80)

@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Iterator
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
-from .docs import describe, fault_note, shorten, signature
+from .docs import MAX_MESSAGE, describe, fault_note, signature
+from .text import shorten
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -68,7 +69,8 @@ def _schema_from_signature(tool_name: str, function: Callable[..., Any]) -> dict
     required: list[str] = []
     for param in inspect.signature(function).parameters.values():
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-            raise TypeError(f"tool {tool_name!r}: parameter {param.name!r} cannot be passed by keyword; pass parameters=")
+            raise TypeError(f"tool {tool_name!r}: parameter {param.name!r} cannot be passed by keyword; "
+                            "pass parameters=")
         properties[param.name] = _property(tool_name, param.name, hints.get(param.name, param.empty))
         if param.default is param.empty:
             required.append(param.name)
@@ -85,7 +87,7 @@ def _property(tool_name: str, param: str, annotation: Any) -> dict:
             f"tool {tool_name!r}: cannot derive a JSON Schema for parameter {param!r} "
             f"annotated {annotation!r} (supported: {supported}); pass parameters= explicitly"
         )
-    schema = {"type": _JSON_TYPES[origin]}
+    schema: dict = {"type": _JSON_TYPES[origin]}
     if origin is list and len(args) == 1 and args[0] in _JSON_TYPES:
         schema["items"] = {"type": _JSON_TYPES[args[0]]}
     return schema
@@ -150,7 +152,7 @@ class Registry:
         error = best_match(self._validators[name].iter_errors(arguments))
         if error is None:
             return None
-        return bad_arguments(name, f"{error.json_path}: {shorten(error.message)}{fault_note(error)}")
+        return bad_arguments(name, f"{error.json_path}: {shorten(error.message, MAX_MESSAGE)}{fault_note(error)}")
 
     def call(self, name: str, arguments: dict) -> ToolResult:
         """Check the arguments, then run the tool; every failure becomes an 'error: ...' result, nothing is raised."""
@@ -173,7 +175,8 @@ class Registry:
         except ToolError as error:
             return ToolResult(False, f"error: {str(error) or f'{name} failed'}")
         except Exception as error:
-            return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {shorten(str(error))}")
+            problem = shorten(str(error), MAX_MESSAGE)
+            return ToolResult(False, f"error: {name} failed: {type(error).__name__}: {problem}")
 
     def describe(self) -> str:
         """The tool list for a prompt: per tool a signature line and a line per parameter, with its documentation."""
@@ -192,7 +195,7 @@ class Registry:
 
 def unknown_tool(name: object, available: Iterable[str]) -> str:
     """What is wrong with a call to a tool that is not offered: the one message for it, in every protocol."""
-    return f"unknown tool {shorten(repr(name))}; available tools: {', '.join(available) or 'none'}"
+    return f"unknown tool {shorten(repr(name), MAX_MESSAGE)}; available tools: {', '.join(available) or 'none'}"
 
 
 def bad_arguments(name: str, problem: str) -> str:

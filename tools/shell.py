@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import io
 import os
 import re
 import shlex
@@ -14,7 +15,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, cast
 
 from .files import Workspace
 from .registry import Tool, ToolError, tool
@@ -58,12 +59,12 @@ class Shell:
         argv, expanded = self.words(command)
         program = self.program(argv[0])
         reason, added = self.needs_approval(argv, program, expanded)
-        if reason and self.approve is None:
-            raise ToolError(f"{command!r} was not run: {reason}, and this run allows only read-only commands "
-                            f"inside the workspace ({', '.join(READ_ONLY)})")
-        if reason and not self.approve(f"run_shell to run `{command}` ({reason})"):
-            raise ToolError(f"the user declined to run {command!r}; try another way, or ask the user to run it")
         if reason:
+            if self.approve is None:
+                raise ToolError(f"{command!r} was not run: {reason}, and this run allows only read-only commands "
+                                f"inside the workspace ({', '.join(READ_ONLY)})")
+            if not self.approve(f"run_shell to run `{command}` ({reason})"):
+                raise ToolError(f"the user declined to run {command!r}; try another way, or ask the user to run it")
             return self.execute(argv, program, self.environ)
         environ = {name: value for name, value in self.environ.items() if name not in _PARSING}
         return self.execute([argv[0], *added, *argv[1:]], program, environ)
@@ -134,7 +135,7 @@ class Shell:
         reading = read(name, args, lambda path: not self._outside(path) and (self.space.root / path).is_dir())
         if reading.reason:
             return reading.reason, ()
-        for path in [*reading.paths, *expanded]:
+        for path in [*(reading.paths or ()), *expanded]:
             if self._outside(path):
                 return f"{path!r} is outside the workspace", ()
             if _special(self.space.root / path):
@@ -200,7 +201,8 @@ def _mark(command: str) -> str:
                                 command[:index])
         elif char in _WILDCARDS:
             char = _WILDCARDS[char]
-        elif char == "~" and command[index - 1:index] in ("", " ", "\t") and command[index + 1:index + 2] in _AFTER_HOME:
+        elif (char == "~" and command[index - 1:index] in ("", " ", "\t")
+              and command[index + 1:index + 2] in _AFTER_HOME):
             char = _HOME
         out.append(char)
         index += 1
@@ -265,13 +267,15 @@ class _Output:
     without end."""
 
     def __init__(self, child: subprocess.Popen):
-        self.head, self.tail, self.size, self.child = bytearray(), deque(), 0, child
+        self.head, self.size, self.child = bytearray(), 0, child
+        self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
-        while chunk := self.child.stdout.read1(65536):
+        stdout = cast(io.BufferedReader, self.child.stdout)  # the pipe the child writes to, buffered
+        while chunk := stdout.read1(65536):
             self.size += len(chunk)
             room = KEEP_HEAD - len(self.head)
             self.head += chunk[:room]
@@ -282,7 +286,7 @@ class _Output:
                     self.tail_size -= len(self.tail.popleft())
             if self.size > MAX_OUTPUT:
                 _kill_group(self.child.pid)
-        self.child.stdout.close()
+        stdout.close()
 
     def text(self) -> str:
         tail = b"".join(self.tail)[-KEEP_TAIL:]

@@ -2,9 +2,13 @@
 
 One module per command: run.py (`agent TASK`), chat.py (`agent chat`), sessions.py (`agent sessions`), tools.py
 (`agent tools`), eval.py (`agent eval`), models.py (`agent models`), config.py (`agent config`, `agent keys`),
-completion.py, logs.py (`agent logs`), probe.py (`agent probe`, `--protocol auto`), serve.py (`agent serve`);
-options.py holds what they share, and approval.py asks the user before a tool acts. A command's module is
-imported when it runs, so Ctrl-C at start-up is handled like later.
+completion.py, logs.py (`agent logs`), probe.py (`agent probe`, `--protocol auto`), serve.py (`agent serve`).
+What they share, one module per idea: arguments.py (the parser and the option types), environment.py (settings
+and the user's folders), setup.py (the model and the settings, resolved once), toolbox.py (the tools a run
+offers), servers.py (the MCP servers a command starts), approval.py (asking the user before a tool acts),
+turns.py (a turn of `agent` and `agent chat`: the agent equipped, its events recorded, the result reported),
+display.py (what a run shows on the terminal as it goes), eval_progress.py (`agent eval`'s progress), signals.py.
+A command's module is imported when it runs, so Ctrl-C at start-up is handled like later.
 """
 from __future__ import annotations
 

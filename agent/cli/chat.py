@@ -5,18 +5,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from agent.cli import signals
-from agent.cli.options import Parser, add_model_options, add_tool_options, check_output_file, data_dir, environment
-from agent.cli.run import AnswerStream, add_run_options, build_agent, equipped, keep, record, report, settle_auto
+from agent.cli.arguments import Parser, check_output_file
+from agent.cli.environment import data_dir, environment
 from agent.cli.servers import add_mcp_options
-from agent.cli.sessions import model_label, open_session
-from agent.config import Environment
+from agent.cli.sessions import open_session
+from agent.cli.setup import add_model_options
+from agent.cli.toolbox import Toolbox, add_tool_options
+from agent.cli.turns import add_run_options, equipped, keep, report, settle_auto
+from agent.config import Endpoint, Environment
 from agent.text import plural
 
 if TYPE_CHECKING:
-    from agent.cli.options import Setup, Toolbox
+    from agent.cli.display import AnswerStream
     from agent.loop import Agent
     from agent.sessions import Session, Sessions
 
@@ -55,35 +60,30 @@ def chat_command(argv: list[str]) -> int:
         return chat(args, env, sessions, session, endpoint)
 
 
-def chat(args, env: Environment, sessions: Sessions, session: Session, endpoint=False) -> int:
-    """The chat, with the MCP servers it names started once for all its turns."""
-    with equipped(args, env, endpoint, quiet=args.quiet) as (tools, setup):
-        return converse(args, env, sessions, session, tools, setup)
-
-
-def converse(args, env: Environment, sessions: Sessions, session: Session, tools: Toolbox, setup: Setup) -> int:
-    display = AnswerStream() if (sys.stdout.isatty() if args.stream is None else args.stream) else None
-    agent = build_agent(args, setup, tools, progress=not args.quiet, display=display)
-    label = model_label(setup, args.local_model or env.get("AGENT_LOCAL_MODEL"))
-    talk = Chat(agent, tools, sessions, session, args, model=label, display=display)
-    close_records = record(agent, args, env, setup, lambda: talk.session.name)  # each turn is a run of its own
-    if not args.quiet:
-        resumed = f"; session {session.name}, {plural(session.turns, 'turn')} so far" if session.name else ""
-        print(f"agent chat with {label} ({args.protocol} protocol){resumed}; /help for commands", file=sys.stderr)
-    save_history = line_editing(data_dir(env.process) / "chat_history")
-    try:
-        talk.run(read_line)
-    finally:
-        save_history()
-        close_records()
+def chat(args: argparse.Namespace, env: Environment, sessions: Sessions, session: Session,
+         endpoint: Endpoint | None | Literal[False] = False) -> int:
+    """The chat, with the MCP servers it names started once for all its turns (each a run of its own, logged as
+    one, under the session's name as it is then)."""
+    stream = sys.stdout.isatty() if args.stream is None else args.stream
+    with equipped(args, env, endpoint, session, quiet=args.quiet, stream=stream) as kit:
+        label = kit.setup.label
+        talk = Chat(kit.agent, kit.tools, sessions, session, args, model=label, display=kit.display)
+        if not args.quiet:
+            resumed = f"; session {session.name}, {plural(session.turns, 'turn')} so far" if session.name else ""
+            print(f"agent chat with {label} ({args.protocol} protocol){resumed}; /help for commands", file=sys.stderr)
+        save_history = line_editing(data_dir(env.process) / "chat_history")
+        try:
+            talk.run(read_line)
+        finally:
+            save_history()
     return 0
 
 
 class Chat:
     """The conversation (kept in a Session, saved after every turn when it has a name) and what a line does."""
 
-    def __init__(self, agent: Agent, tools: Toolbox, sessions: Sessions, session: Session, args, *, model: str,
-                 display: AnswerStream | None = None):
+    def __init__(self, agent: Agent, tools: Toolbox, sessions: Sessions, session: Session, args: argparse.Namespace, *,
+                 model: str, display: AnswerStream | None = None):
         self.agent, self.tools, self.sessions, self.session, self.args = agent, tools, sessions, session, args
         self.model, self.display = model, display
 
@@ -172,7 +172,7 @@ def read_line(prompt: str) -> str:
     return input()
 
 
-def line_editing(history_file) -> Callable[[], None]:
+def line_editing(history_file: Path) -> Callable[[], None]:
     """Readline's line editing, with the lines typed in earlier chats, when readline is there and the input is a
     terminal; returns what saves the lines (for the user only) at the end."""
     try:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from agent.cli.options import Parser
+from agent.cli.arguments import Parser
 
 SCRIPT = """# agent completion for {shell}: eval "$(agent completion {shell})" in your shell's rc file
 {prelude}_agent() {{

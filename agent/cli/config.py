@@ -6,7 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from agent.cli.options import Parser, config_file, read_settings
+from agent.cli.arguments import Parser
+from agent.cli.environment import config_file, read_settings
 from agent.config import ConfigError
 
 KEYS = {"openai": "OPENAI_API_KEY", "agent": "AGENT_API_KEY"}

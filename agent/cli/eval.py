@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Callable
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (ARMS, PROTOCOLS, Parser, add_model_options, check_output_file, choose_endpoint,
-                               environment, positive_int, resolve)
-from agent.cli.progress import Bar, Lines
+from agent.cli.arguments import Parser, check_output_file, positive_int
+from agent.cli.environment import environment
+from agent.cli.eval_progress import Bar, Lines
+from agent.cli.setup import ARMS, PROTOCOLS, add_model_options, choose_endpoint, resolve
 from agent.cli.servers import add_mcp_options, config_approval, open_servers
 from agent.config import ConfigError
 from agent.evaluation.reports import comparison_rows, comparisons, render_table, summarize, table_rows
@@ -58,8 +59,8 @@ def eval_parser() -> argparse.ArgumentParser:
                              "the same tasks, and a larger N keeps them; before --tasks and --limit")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="the seed of --sample, default 0")
     parser.add_argument("--bfcl-data", metavar="PATH",
-                        help=f"with a bfcl: suite, BFCL's data from a bfcl-eval wheel or folder; default: the installed "
-                             f"package ({INSTALL})")
+                        help="with a bfcl: suite, BFCL's data from a bfcl-eval wheel or folder; default: the "
+                             f"installed package ({INSTALL})")
     parser.add_argument("--release-test-set", action="store_true",
                         help="with a bfcl: suite, allow BFCL's live categories: the project's release test set, for "
                              "the checks before a release, never for work on the prompt")

@@ -5,10 +5,12 @@ import json
 import sys
 from collections import Counter
 
-from agent.cli.options import Parser, environment, logs_dir, positive_int
+from agent.cli.arguments import Parser, positive_int
+from agent.cli.environment import environment, logs_dir
 from agent.config import ConfigError
 from agent.runlog import KEEP_RUNS, LOG_FILE, LogError, one, recent
 from agent.text import for_terminal, plural, scrub
+from agent.tools.text import shorten
 
 LIST_LIMIT = 20
 TASK_WIDTH = 60
@@ -41,17 +43,18 @@ def logs_command(argv: list[str]) -> int:
             raise ConfigError(f"no run {run_id} in the run log; `agent logs` lists the runs it keeps")
     path = logs_dir(environment()) / LOG_FILE
     try:
-        found = one(path, run_id) if run_id is not None else recent(path, args.limit)
+        run = one(path, run_id) if run_id is not None else None
+        runs = recent(path, args.limit) if run_id is None else []
     except LogError as error:
         raise ConfigError(str(error)) from error
     if run_id is not None:
-        if found is None:
+        if run is None:
             raise ConfigError(f"no run {run_id} in the run log {path}; `agent logs` lists the runs it keeps")
-        print(json.dumps(found, ensure_ascii=False, indent=2) if args.json else "\n".join(show_run(found)))
+        print(json.dumps(run, ensure_ascii=False, indent=2) if args.json else "\n".join(show_run(run)))
     elif args.json:
-        print(json.dumps(found, ensure_ascii=False, indent=2))
-    elif found:
-        print("\n".join(table(found)))
+        print(json.dumps(runs, ensure_ascii=False, indent=2))
+    elif runs:
+        print("\n".join(table(runs)))
     else:
         print(f"agent: no runs logged yet in {path}; every `agent TASK` and `agent chat` turn is logged there "
               "(unless --no-log)", file=sys.stderr)
@@ -154,7 +157,7 @@ def describe(event: dict, prefix: str = "") -> tuple[str, str]:
 
 
 def call(data: dict) -> str:
-    arguments = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+    arguments = data["arguments"] if isinstance(data.get("arguments"), dict) else {}
     return f"{data.get('tool')}({', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in arguments.items())})"
 
 
@@ -168,5 +171,4 @@ def indented(text: str) -> str:
 
 
 def one_line(text: str, width: int) -> str:
-    text = shown(" ".join(text.split()))
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return shorten(shown(" ".join(text.split())), width)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from agent.cli.options import Parser, add_model_options, choose_endpoint, environment, interrupts_deferred
+from agent.cli.arguments import Parser
+from agent.cli.environment import environment
+from agent.cli.setup import add_model_options, choose_endpoint, interrupts_deferred
 from agent.models import ModelError
 
 
@@ -20,8 +22,8 @@ def models_command(argv: list[str]) -> int:
     if endpoint is None:
         from agent.models.local_files import BUILT_IN, DEFAULT
 
-        for model in BUILT_IN.values():
-            print(f"{model.choice}\t{model.title}{' (default)' if model is DEFAULT else ''}")
+        for built in BUILT_IN.values():
+            print(f"{built.choice}\t{built.title}{' (default)' if built is DEFAULT else ''}")
         return 0
     from agent.cli import EXIT_CODES
     with interrupts_deferred():

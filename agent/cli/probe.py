@@ -9,8 +9,9 @@ import sys
 from datetime import datetime, timezone
 
 from agent.cli import EXIT_CODES
-from agent.cli.options import (Parser, add_model_options, choose_endpoint, environment, interrupts_deferred,
-                               probe_cache)
+from agent.cli.arguments import Parser
+from agent.cli.environment import environment, probe_cache
+from agent.cli.setup import add_model_options, choose_endpoint, interrupts_deferred
 from agent.config import DEFAULT_BASE_URL, Endpoint, Environment
 from agent.models import ModelError
 from agent.evaluation.probe import Probe, probe

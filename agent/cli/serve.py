@@ -8,8 +8,9 @@ import socket
 import sys
 from functools import partial
 
-from agent.cli.options import (DEFAULTS, TIMEOUT, Parser, build_model, choose_endpoint, environment, positive_float,
-                               positive_int, temperature, trusted)
+from agent.cli.arguments import Parser, positive_float, positive_int, temperature
+from agent.cli.environment import environment, trusted
+from agent.cli.setup import DEFAULTS, TIMEOUT, build_model, choose_endpoint, local_model
 from agent.config import ConfigError
 from agent.models.local_files import BUILT_IN
 
@@ -85,7 +86,7 @@ def serve_command(argv: list[str]) -> int:
     listener = _listen(args.host, args.port)  # before the model loads: a taken port is a usage error at once
     model_path = (args.model_path or trusted(env, "AGENT_MODEL_PATH")) if endpoint is None else None
     model = build_model(args, endpoint, env, model_path)
-    name = endpoint.model if endpoint else (args.local_model or env.get("AGENT_LOCAL_MODEL") or "local")
+    name = endpoint.model if endpoint else (local_model(args, env) or "local")
     constrain = args.constrain if args.constrain is not None else endpoint is None
     app = create_app(model, name, api_key=client_key, constrain=constrain, max_reasks=args.max_reasks,
                      max_body=args.max_body, secrets=(endpoint.api_key,) if endpoint and endpoint.api_key else (),
@@ -99,7 +100,8 @@ def serve_command(argv: list[str]) -> int:
               "anyone who can reach it can use the upstream model", file=sys.stderr, flush=True)
     http = partial(BoundedHttp, header_timeout=args.client_timeout, max_connections=args.max_connections)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
-                                           http=http, timeout_keep_alive=KEEP_ALIVE,
+                                           http=http,  # type: ignore[arg-type]  # uvicorn takes any factory
+                                           timeout_keep_alive=KEEP_ALIVE,
                                            limit_concurrency=args.max_connections + 1))
     server.run(sockets=[listener])
     return 0

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from agent.cli.options import config_file, positive_float
+from agent.cli.arguments import positive_float
+from agent.cli.environment import config_file
 from agent.config import ConfigError, Environment
 
 if TYPE_CHECKING:
-    from agent.cli.options import Toolbox
     from agent.tools.mcp import MCPServers, ServerSpec
 
 CONFIG_NAME = "agent.toml"
@@ -118,7 +118,7 @@ def server_specs(args, env: Environment, approve: Callable[[str], bool] | None) 
 
 
 def open_servers(args, env: Environment, taken, approve: Callable[[str], bool] | None, *,
-                 quiet: bool = False) -> MCPServers:
+                 quiet: bool = False) -> Started:
     """The command's MCP servers (none, when neither --mcp nor agent.toml names one), to start with ``with``.
     Their messages go to stderr; ``taken``: the names their tools must not take (the built-in tools')."""
     from agent.tools.mcp import MCPServers, MCPUnavailable
@@ -158,23 +158,9 @@ class Started:
         self.servers.close()
 
 
-def offer(tools: Toolbox, servers: MCPServers, read_only: bool) -> None:
-    """The servers' tools added to the run's; with --read-only, only those their server marks read-only."""
-    for tool in servers.tools:
-        if read_only and tool.writes:
-            tools.off[tool.name] = "--read-only (its server does not mark it read-only)"
-        else:
-            tools.registry.add(tool)
-
-
 def config_approval(yes: bool) -> Callable[[str], bool]:
     """What approves starting the servers of the current folder's agent.toml: --yes, or the user on the terminal."""
     from agent.cli.approval import TerminalApproval
     from agent.tools import approve_everything
 
     return approve_everything if yes else TerminalApproval()
-
-
-def builtin_names(tools: Toolbox) -> set[str]:
-    """Every built-in tool's name, offered or not: an MCP tool may take none of them."""
-    return {*tools.registry.names, *tools.off}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.cli.options import Parser, Setup, environment, sessions_dir
+from agent.cli.arguments import Parser
+from agent.cli.environment import environment, sessions_dir
 from agent.config import Environment
 
 if TYPE_CHECKING:  # imported when a session is used: `agent --help` stays quick
@@ -71,14 +71,3 @@ def open_session(name: str | None, env: Environment, protocol: str) -> tuple[Ses
         sessions.release(name)
         raise
     return sessions, session
-
-
-def model_label(setup: Setup, local_model: str | None) -> str:
-    """The model's name as a session records it."""
-    if setup.endpoint is not None:
-        return setup.endpoint.model
-    if setup.model_path:
-        return f"local:{Path(setup.model_path).name}"
-    from agent.models.local_files import built_in
-
-    return f"local:{built_in(local_model).choice}"

@@ -6,8 +6,10 @@ import argparse
 import json
 
 from agent.cli.approval import approver
-from agent.cli.options import Parser, add_tool_options, environment, toolbox
-from agent.cli.servers import add_mcp_options, builtin_names, config_approval, offer, open_servers
+from agent.cli.arguments import Parser
+from agent.cli.environment import environment
+from agent.cli.servers import add_mcp_options, config_approval, open_servers
+from agent.cli.toolbox import Toolbox, add_tool_options, builtin_names, toolbox
 
 
 def tools_parser() -> Parser:
@@ -21,13 +23,12 @@ def tools_parser() -> Parser:
 
 def tools_command(argv: list[str]) -> int:
     args = tools_parser().parse_args(argv)
-    tools = toolbox(args, approver(args.read_only, args.yes))
-    with open_servers(args, environment(), builtin_names(tools), config_approval(args.yes), quiet=True) as servers:
-        offer(tools, servers, args.read_only)
-        return show(args, tools)
+    taken = builtin_names(args)
+    with open_servers(args, environment(), taken, config_approval(args.yes), quiet=True) as servers:
+        return show(args, toolbox(args, approver(args.read_only, args.yes), extra=servers.tools))
 
 
-def show(args, tools) -> int:
+def show(args: argparse.Namespace, tools: Toolbox) -> int:
     if args.json:
         print(json.dumps(tools.registry.openai_tools(), indent=2))
         return 0

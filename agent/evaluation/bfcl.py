@@ -25,6 +25,7 @@ import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
@@ -116,7 +117,7 @@ class DataFiles:
     """BFCL's question and answer files, by name relative to bfcl_eval/data, in an installed distribution, a
     wheel or a folder."""
 
-    def __init__(self, source: str, names: dict[str, object], wheel: zipfile.ZipFile | None = None):
+    def __init__(self, source: str, names: dict[str, Any], wheel: zipfile.ZipFile | None = None):
         self.source, self.names, self.wheel = source, names, wheel  # name -> a Path, or a member of the wheel
 
     @classmethod
@@ -126,7 +127,7 @@ class DataFiles:
         path = Path(data).expanduser()
         if path.is_dir():
             root = path / DATA_FOLDER if (path / DATA_FOLDER).is_dir() else path
-            names = {p.relative_to(root).as_posix(): p for p in root.rglob("*.json")}
+            names: dict[str, Any] = {p.relative_to(root).as_posix(): p for p in root.rglob("*.json")}
             return cls(f"{path} (a folder)", names)
         if path.is_file():
             try:
@@ -148,7 +149,7 @@ class DataFiles:
             raise ConfigError(f"the BFCL data is not installed: {INSTALL} (or pass --bfcl-data with a bfcl-eval "
                               "wheel or folder)") from None
         prefix = PurePosixPath(DATA_FOLDER)
-        names = {PurePosixPath(f).relative_to(prefix).as_posix(): Path(distribution.locate_file(f))
+        names = {PurePosixPath(f).relative_to(prefix).as_posix(): Path(str(distribution.locate_file(f)))
                  for f in distribution.files or [] if PurePosixPath(f).is_relative_to(prefix)}
         return cls(f"{DISTRIBUTION} {distribution.version}", names)
 
@@ -217,10 +218,10 @@ def _read(files: DataFiles, name: str, validator: Draft202012Validator) -> list[
             reason = f"{error.msg} (column {error.colno})" if isinstance(error, json.JSONDecodeError) else "too deep"
             raise ConfigError(f"{files.source}: {name}, line {number}: not valid JSON: {reason}; the file is damaged, "
                               f"install it again: {INSTALL} --force-reinstall") from None
-        error = best_match(validator.iter_errors(value))
-        if error is not None:
-            at = "/".join(str(p) for p in error.absolute_path)
-            raise ConfigError(f"{files.source}: {name}, line {number}: {at + ': ' if at else ''}{error.message[:200]}"
+        fault = best_match(validator.iter_errors(value))
+        if fault is not None:
+            at = "/".join(str(p) for p in fault.absolute_path)
+            raise ConfigError(f"{files.source}: {name}, line {number}: {at + ': ' if at else ''}{fault.message[:200]}"
                               "; not an item of BFCL's format")
         values.append(value)
     return values
@@ -241,7 +242,7 @@ def line(item: dict, category: str, answer: list[dict] | None) -> dict:
         raise ValueError(f"two functions have the name {next(n for n in names if names.count(n) > 1)} once dots "
                          "are underscores")
     if answer is not None:
-        checks = {"bfcl_match": [{"tool": _openai_name(name), "arguments": arguments}
+        checks: dict[str, Any] = {"bfcl_match": [{"tool": _openai_name(name), "arguments": arguments}
                                  for call in answer for name, arguments in call.items()]}
     else:
         checks = {"some_call": True} if category == "live_relevance" else {"no_call": True}

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
+
+from agent.tools.text import shorten
 
 TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
 _IGNORED = re.compile(r"[ \,\.\/\-\_\*\^]")
@@ -91,7 +94,7 @@ def _value_problem(value, possible: list, spec: dict) -> str | None:
     return None if value in possible else f"is none of {_short(possible)}"
 
 
-def _type_fits(value, possible: list, expected: type, nested: type | None) -> tuple[bool, bool]:
+def _type_fits(value, possible: list, expected: type[Any], nested: type[Any] | None) -> tuple[bool, bool]:
     """(of the right type, a "variable": of the possible answers' type instead), as BFCL's type_checker says."""
     answer_type = next((type(p) for p in possible if p != ""), None)
     variable = answer_type is not None and answer_type is not expected
@@ -108,7 +111,7 @@ def _type_fits(value, possible: list, expected: type, nested: type | None) -> tu
 def _object_problem(value: dict, possible: list) -> str | None:
     """BFCL's dict_checker: every key given is in one acceptable object, with one of its values; every key it
     lists is given unless "" is among its values."""
-    problem = "has no acceptable value"
+    problem: str | None = "has no acceptable value"
     for answer in possible:
         if answer == "":
             continue
@@ -133,7 +136,7 @@ def _object_problem(value: dict, possible: list) -> str | None:
 
 def _objects_problem(value: list, possible: list) -> str | None:
     """BFCL's list_dict_checker: as many objects as one acceptable list, each fitting its own, in order."""
-    problem = "has no acceptable value"
+    problem: str | None = "has no acceptable value"
     for answer in possible:
         if not isinstance(answer, (list, str)) or len(value) != len(answer):
             problem = "has the wrong number of objects"
@@ -167,5 +170,4 @@ def _contains(values, item) -> bool:
 
 
 def _short(value, limit: int = 80) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return shorten(json.dumps(value, ensure_ascii=False), limit)

@@ -17,9 +17,10 @@ import jsonschema
 
 from agent.models import Model, RequestRejected
 from agent.text import for_terminal, scrub
+from agent.tools.text import shorten
 
 MARKER = "probe-4417"
-TOOL = {"type": "function", "function": {
+TOOL: dict = {"type": "function", "function": {
     "name": "multiply", "description": "Multiply two numbers.",
     "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
                    "required": ["a", "b"], "additionalProperties": False}}}
@@ -94,5 +95,4 @@ def _constrained(model: Model) -> tuple[bool, str]:
 
 def _short(text) -> str:
     """One line of at most DETAIL_CHARS, control characters shown as escapes (it is the endpoint's text)."""
-    text = for_terminal(" ".join(scrub(str(text)).split()))
-    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS - 3] + "..."
+    return shorten(for_terminal(" ".join(scrub(str(text)).split())), DETAIL_CHARS)

@@ -19,7 +19,10 @@ def summarize(runs: list[dict], labels: list[str]) -> dict[str, dict]:
     summary = {}
     for label in labels:
         mine = [r for r in runs if r["protocol"] == label]
-        count, errors, statuses, checks = len(mine) or 1, Counter(), Counter(), Counter()
+        count = len(mine) or 1
+        errors: Counter[str] = Counter()
+        statuses: Counter[str] = Counter()
+        checks: Counter[str] = Counter()
         for r in mine:
             errors.update(r["errors"])
             if r["status"] != "final":

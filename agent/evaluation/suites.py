@@ -55,6 +55,7 @@ from jsonschema.exceptions import best_match
 from agent.config import ConfigError
 from agent.evaluation.bfcl_scoring import TYPES as BFCL_TYPES, bfcl_match
 from agent.evaluation.scripted_tools import accepts, same, scripted_registry
+from agent.tools.text import shorten
 
 BUILTIN = "built-in"
 MAX_SUITE_BYTES = 50_000_000
@@ -155,7 +156,8 @@ def load_suite(path: str | None = None, tool_names: set[str] | None = None) -> l
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"cannot read suite {path}: {error}") from None
-    tasks, seen = [], {}
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}  # task id -> the line it is on
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
@@ -191,8 +193,7 @@ def make_task(data, number: int = 0, tool_names: set[str] | None = None) -> Task
         raise ValueError("nested too deeply; a task is a flat object of a few levels") from None
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path)
-        message = error.message if len(error.message) <= 200 else error.message[:199] + "…"
-        raise ValueError(f"{at + ': ' if at else ''}{message}")
+        raise ValueError(f"{at + ': ' if at else ''}{shorten(error.message, 200)}")
     data = {**data, "checks": copy.deepcopy(data["checks"])}  # the checks get what they read added: not the caller's
     paths = list(data.get("files", {})) + list(data["checks"].get("file_equals", {}))
     for relative in paths:
@@ -225,14 +226,15 @@ def _check_tool_use(data: dict, tool_names: set[str] | None) -> None:
         c["tool"] for c in calls + scored}
     unknown = sorted(named - tool_names) if tool_names is not None else []
     if unknown:
-        raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names))}")
+        raise ValueError(f"unknown tool {', '.join(unknown)}; tools: {', '.join(sorted(tool_names or ()))}")
+    own = parameters or {}  # with bfcl_match, the line has its tools (above)
     for index, expected in enumerate(calls if parameters is not None else []):
-        _check_expected_call(expected, parameters[expected["tool"]], f"checks/calls_match/{index}")
+        _check_expected_call(expected, own[expected["tool"]], f"checks/calls_match/{index}")
         expected["defaults"] = {name: spec["default"] for name, spec in
-                                parameters[expected["tool"]].get("properties", {}).items()
+                                own[expected["tool"]].get("properties", {}).items()
                                 if isinstance(spec, dict) and "default" in spec}  # passing one is leaving it out
     for index, expected in enumerate(scored):
-        expected["parameters"] = _typed(parameters[expected["tool"]], expected["tool"], f"checks/bfcl_match/{index}")
+        expected["parameters"] = _typed(own[expected["tool"]], expected["tool"], f"checks/bfcl_match/{index}")
 
 
 def _typed(parameters: dict, tool: str, at: str) -> dict:
@@ -459,7 +461,8 @@ def _why_unmatched(want: dict, made: list[tuple[str, dict]], unused: list[tuple[
     tool = want["tool"]
     candidates = [_argument_problems(want, arguments) for name, arguments in unused if name == tool]
     if candidates:
-        return f"{tool}: {', '.join(min(candidates, key=len))}"
+        fewest: list[str] = min(candidates, key=len)
+        return f"{tool}: {', '.join(fewest)}"
     if any(name == tool for name, _ in made):
         return f"{tool}: no call left for {_short(want.get('arguments', {}))}"
     return f"{tool} not called"
@@ -517,8 +520,7 @@ def _number(value: float) -> str:
 
 def _short(value, limit: int = 80) -> str:
     """A value as JSON, cut to ``limit`` characters."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return shorten(json.dumps(value, ensure_ascii=False), limit)
 
 
 def _fold(text: str) -> str:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, runtime_checkable
 
 
 @dataclass
@@ -54,6 +55,15 @@ class Model(Protocol):
 class StreamingModel(Model, Protocol):
     def stream(self, messages: list[dict], on_text: Callable[[str], None], **options: Any) -> Reply:
         """As ``complete``, the same Reply, calling ``on_text`` with each piece of its content as it arrives."""
+        ...
+
+
+@runtime_checkable
+class RelayingModel(Model, Protocol):
+    def relay(self, request: dict) -> tuple[str, Generator[bytes, None, None]]:
+        """A chat completions request passed on as it is (`agent serve`'s requests without tools): the answer's
+        content type, and its body piece by piece."""
+        ...
 
 
 class ScriptedModel:

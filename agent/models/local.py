@@ -12,7 +12,7 @@ import re
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from agent.config import ConfigError
 from agent.models import ModelError, Reply, tool_call
@@ -29,7 +29,7 @@ FENCED = re.compile(r"```(?:json|xml)?\s*\n(.*?)\s*```", re.DOTALL)
 TOOL_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
 
 # the Llama, its lock, its identity, the states it held lately
-_loaded: dict[tuple[Path, int], tuple[object, threading.Lock, dict, RecentStates]] = {}
+_loaded: dict[tuple[Path, int], tuple[Any, threading.Lock, dict, RecentStates]] = {}
 _loading = threading.Lock()
 
 
@@ -150,9 +150,9 @@ class LocalModel:
                 if self.recent is not None:
                     self.recent.before(self.llama, start)
                 fresh = self.states is not None and self.llama.n_tokens == 0
-                restored = fresh and self.states.restore(self.llama, start)
+                restored = fresh and self.states is not None and self.states.restore(self.llama, start)
                 yield
-                if fresh and not restored:
+                if fresh and not restored and self.states is not None:
                     self.states.save(self.llama, start)
         except ValueError as error:
             if "exceed context window" in str(error):

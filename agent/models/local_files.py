@@ -132,7 +132,7 @@ def locate_parts(model: ModelFile, models: Mapping[str, ModelFile] = BUILT_IN) -
             raise ConfigError(f"the local model {model.choice} needs {part.package} {model.version} but "
                               f"{dist.version} is installed: {model.pin(part)}")
         listed = next((f for f in dist.files or () if f.as_posix() == part.file), part.file)
-        path = Path(dist.locate_file(listed))
+        path = Path(str(dist.locate_file(listed)))
         size = path.stat().st_size if path.is_file() else None
         if size != part.size:
             found = "is missing" if size is None else f"has {size} bytes instead of {part.size}"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -24,7 +25,8 @@ import openai
 
 from agent.config import DEFAULT_BASE_URL
 from agent.models import ModelError, Reply, RequestRejected, tool_call
-from agent.text import scrub
+from agent.text import kind_of, scrub
+from agent.tools.text import shorten
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 MIN_CONNECTIONS, MIN_KEEPALIVE = 100, 20  # httpx's own defaults: the pool is never smaller
@@ -37,7 +39,7 @@ _TOOL_CALL = {"type": "object", "required": ["function"], "properties": {
     "function": {"type": "object", "required": ["name", "arguments"],
                  "properties": {"name": {"type": "string"}, "arguments": {"type": "string"}}},
 }}
-COMPLETION_SCHEMA = {
+COMPLETION_SCHEMA: dict = {
     "type": "object",
     "required": ["choices"],
     "properties": {
@@ -100,7 +102,7 @@ class OpenAIModel:
             return self._reply(self._completion(b"".join(self._body(response))))
         return self._reply(self._assemble(self._body(response), on_text))
 
-    def relay(self, request: dict) -> tuple[str, Iterator[bytes]]:
+    def relay(self, request: dict) -> tuple[str, Generator[bytes, None, None]]:
         """Send a chat completions request as it is, but for this backend's model, and give the answer's content
         type and its body piece by piece, unread (within the timeout and the size limit): `agent serve`'s
         pass-through. An error status is a ModelError, with the status."""
@@ -109,7 +111,7 @@ class OpenAIModel:
         return response.headers.get("content-type", "application/json"), self._body(response)
 
     def _request(self, messages: list[dict], options: dict) -> dict:
-        request = {"model": self.model, "messages": messages}
+        request: dict = {"model": self.model, "messages": messages}
         if self.temperature is not None:
             request["temperature"] = self.temperature
         request.update({key: value for key, value in options.items() if value is not None})
@@ -122,7 +124,7 @@ class OpenAIModel:
         except openai.APIError as err:
             raise self._error(err, constrained="response_format" in request, streamed="stream" in request) from err
 
-    def _body(self, response: httpx2.Response) -> Iterator[bytes]:
+    def _body(self, response: httpx2.Response) -> Generator[bytes, None, None]:
         """The body piece by piece, unless it takes past ``timeout`` since sending or grows past
         ``MAX_RESPONSE_BYTES``; the response is closed however the reading ends."""
         deadline = response.request.extensions[_SENT_AT] + self.timeout
@@ -144,10 +146,12 @@ class OpenAIModel:
         finally:
             response.close()
 
-    def _assemble(self, body: Iterator[bytes], on_text: Callable[[str], None]) -> dict:
+    def _assemble(self, body: Generator[bytes, None, None], on_text: Callable[[str], None]) -> dict:
         """The streamed chunks as one chat completion (the first choice): the content joined, each tool call's
         id, name and arguments put together from its deltas, the last finish_reason, the usage if sent."""
-        content, calls, finish, usage, chosen, done = [], {}, None, None, False, False
+        content: list[str] = []
+        calls: dict[int, dict] = {}  # by the index of the call
+        finish, usage, chosen, done = None, None, False, False
         try:
             for data in _events(body):
                 if data.strip() == b"[DONE]":
@@ -281,7 +285,7 @@ class OpenAIModel:
 
 def _events(body: Iterator[bytes]) -> Iterator[bytes]:
     """The data of each server-sent event in ``body`` (a comment or another field is skipped), as it completes."""
-    pending, data = bytearray(), []
+    pending, data = bytearray(), list[bytes]()
     for chunk in body:
         searched = len(pending)
         pending += chunk
@@ -311,19 +315,17 @@ def _json_bytes(request: dict) -> bytes:
         return json.dumps(scrub(request), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-          int: "a number", float: "a number"}
-
-
 def _describe(fault: jsonschema.ValidationError) -> str:
     """``choices[0].message is a string``: where the body departs from a chat completion, and how."""
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in fault.absolute_path)
     where = where.lstrip(".") or "the body"
     if fault.validator == "required":
-        missing = next(name for name in fault.validator_value if name not in fault.instance)
+        required: Any = fault.validator_value
+        given: Any = fault.instance
+        missing = next(name for name in required if name not in given)
         return f"{where} has no {missing!r}"
     if fault.validator == "type":
-        return f"{where} is {_KINDS.get(type(fault.instance), type(fault.instance).__name__)}"
+        return f"{where} is {kind_of(fault.instance)}"
     if fault.validator == "minItems":
         return f"{where} is empty"
     return f"{where}: {_short(fault.message, 80)}"
@@ -350,4 +352,4 @@ def _short(text: str, limit: int = 200) -> str:
     """The first line of a text from the server, cut to ``limit`` characters, with no lone surrogate."""
     lines = scrub(text).strip().splitlines()
     first = lines[0].strip() if lines else ""
-    return first if len(first) <= limit else first[: limit - 1] + "…"
+    return shorten(first, limit)

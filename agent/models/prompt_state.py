@@ -104,7 +104,8 @@ class RecentStates:
 
     def __init__(self, max_entries: int = 4, max_bytes: int = MAX_STATE_BYTES, min_gain: int = MIN_GAIN_CHARS):
         self.max_entries, self.max_bytes, self.min_gain = max_entries, max_bytes, min_gain
-        self.entries: list[tuple[str, list[int], bytearray]] = []  # (prompt start, tokens, state), latest last
+        # (prompt start, tokens, state), latest last
+        self.entries: list[tuple[str | None, list[int], bytes | bytearray | memoryview]] = []
         self.current: str | None = None  # the start of the prompt the context holds, if it holds one
         self.stashed = False  # whether the context's state is among the entries as it is
 

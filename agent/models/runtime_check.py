@@ -17,7 +17,8 @@ from pathlib import Path
 
 from agent.config import ConfigError
 
-CRASHES = {signal.SIGSEGV: "segmentation fault", signal.SIGILL: "illegal instruction", signal.SIGBUS: "bus error"}
+CRASHES: dict[int, str] = {signal.SIGSEGV: "segmentation fault", signal.SIGILL: "illegal instruction",
+                           signal.SIGBUS: "bus error"}
 CHECK_SECONDS = 300  # loading 1.1 GB from a cold disk and evaluating a few tokens on a slow machine
 NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # what the child runs: llama.cpp alone, none of the agent's code; a few tokens in one batch, then two one by one

@@ -1,15 +1,16 @@
 """`agent serve`'s web application (starlette): POST /v1/chat/completions, POST /v1/responses and GET /v1/models in
 OpenAI's format, in front of one upstream model. A request with tools goes through the prompt protocol
-(agent.serve.translate and the loop's own Replies: model call, parse, re-asks); a chat completions request without
-is passed on unchanged. A Responses request is answered as the chat completions request it translates to
-(agent.serve.responses)."""
+(agent.serve.translate, and agent.replies as the loop uses it: model call, parse, re-asks); a chat completions
+request without is passed on unchanged. A Responses request is answered as the chat completions request it
+translates to (agent.serve.responses)."""
 from __future__ import annotations
 
 import hmac
 import json
 import threading
-from collections import Counter
+from collections.abc import Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -20,8 +21,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agent.loop import Replies, Stop, ignore
-from agent.models import Model, ModelError
+from agent.models import Model, ModelError, RelayingModel
+from agent.replies import Replies, Stop
 from agent.serve import responses as responses_api
 from agent.serve.disconnects import Cancellable, ClientGone, gathered, relayed, while_connected
 from agent.serve.stored import Stored
@@ -87,7 +88,7 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         """Translate the request and get a usable reply (in a worker thread: both can take a while), until the
         client leaves."""
         request = translate(body, constrain)
-        replies = Replies(Cancellable(model, gone), request.protocol, max_reasks, ignore, Counter())
+        replies = Replies(Cancellable(model, gone), request.protocol, max_reasks)
         try:
             return request, replies, replies.next(request.messages)
         except Stop as stop:
@@ -130,11 +131,12 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
                                "previous_response_id")
         request = responses_api.to_chat(body, earlier)
         try:
+            done: dict
             if request.chat.get("tools"):
-                done = await completed(request.chat, receive)
-                if isinstance(done, Response):
-                    return done
-                _, done, headers = done
+                finished = await completed(request.chat, receive)
+                if isinstance(finished, Response):
+                    return finished
+                _, done, headers = finished
             else:
                 messages, options = plain(request.chat)
                 reply = await while_connected(receive, lambda gone: Cancellable(model, gone).complete(messages,
@@ -153,8 +155,8 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
     async def pass_on(body: object, receive) -> Response:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             raise RequestError("the body must be a JSON object with messages (a chat completions request)")
-        if hasattr(model, "relay"):
-            content_type, pieces = await while_connected(receive, relay, body)
+        if isinstance(model, RelayingModel):
+            content_type, pieces = await while_connected(receive, relay, model, body)
             if body.get("stream") is not True:
                 content = await while_connected(receive, gathered, pieces)
                 return Response(content, media_type=content_type, headers={REASKS_HEADER: "0"})
@@ -171,8 +173,8 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
             return _sse(chunks(done, include_usage), {REASKS_HEADER: "0"})
         return JSONResponse(done, headers={REASKS_HEADER: "0"})
 
-    def relay(body: dict, gone: threading.Event) -> tuple:
-        content_type, pieces = model.relay(body)
+    def relay(upstream: RelayingModel, body: dict, gone: threading.Event) -> tuple:
+        content_type, pieces = upstream.relay(body)
         if gone.is_set():
             pieces.close()
             raise ClientGone()
@@ -201,10 +203,11 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         yield
 
     kept = Stored()  # the latest responses' conversations, for previous_response_id
+    handlers: dict[Any, Callable] = {HTTPException: not_found, Exception: failed}
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
                              Route("/v1/responses", responses, methods=["POST"]),
                              Route("/v1/models", models, methods=["GET"])],
-                     exception_handlers={HTTPException: not_found, Exception: failed}, lifespan=lifespan)
+                     exception_handlers=handlers, lifespan=lifespan)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

@@ -25,7 +25,7 @@ class BoundedHttp(HttpToolsProtocol):
         self.header_bytes: int | None = None  # of the request whose headers are arriving; None between requests
         self.write_timer: asyncio.TimerHandle | None = None  # while the client reads nothing of what is sent
 
-    def connection_made(self, transport: asyncio.Transport) -> None:
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # as uvicorn's
         super().connection_made(transport)
         if len(self.connections) > self.max_connections:
             self.refuse(503, f"agent serve has {self.max_connections} connections open, the most it takes; try "

@@ -51,7 +51,7 @@ async def while_connected(receive: Callable, work: Callable[..., T], *args: Any)
     async with anyio.create_task_group() as watching:  # (what the work raises is raised as it is, not grouped)
         watching.start_soon(watch)
         try:
-            result = await anyio.to_thread.run_sync(work, *args, gone)
+            result = await anyio.to_thread.run_sync(work, *args, gone)  # type: ignore[arg-type]  # gone comes last
         except Exception as error:
             failure = error
         finally:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from agent.serve.translate import SAMPLING, RequestError
 
 # what a Response repeats of its request, with the defaults OpenAI's answers show
-ECHOED = {"instructions": None, "max_output_tokens": None, "metadata": {}, "parallel_tool_calls": True,
-          "previous_response_id": None, "store": True, "temperature": None, "tool_choice": "auto", "tools": [],
-          "top_p": None, "truncation": "disabled", "text": {"format": {"type": "text"}}}
+ECHOED: dict[str, object] = {
+    "instructions": None, "max_output_tokens": None, "metadata": {}, "parallel_tool_calls": True,
+    "previous_response_id": None, "store": True, "temperature": None, "tool_choice": "auto", "tools": [],
+    "top_p": None, "truncation": "disabled", "text": {"format": {"type": "text"}}}
 # fields this server does not do, with what to do instead
 REFUSED = {"background": "background responses are not run here; leave background out (or false)",
            "conversation": "conversation objects are not kept here; send previous_response_id, or the whole "
@@ -93,7 +94,8 @@ def _messages(value: object) -> tuple[list[dict], list[str]]:
         return [{"role": "user", "content": value}], ["input"]
     if not isinstance(value, list) or not value:
         raise RequestError(f"input must be a string or a non-empty array of items ({ITEMS})", "input")
-    messages, origins = [], []
+    messages: list[dict] = []
+    origins: list[str] = []
     for index, item in enumerate(value):
         where = f"input[{index}]"
         if not isinstance(item, dict):
@@ -205,13 +207,14 @@ def _tool_choice(value: object) -> object:
 
 def _format(value: object) -> dict:
     """text.format as chat completions' response_format."""
-    kind = value.get("type") if isinstance(value, dict) else None
+    given: dict = value if isinstance(value, dict) else {}
+    kind = given.get("type")
     if kind in ("text", "json_object"):
         return {"type": kind}
-    if kind == "json_schema" and isinstance(value.get("schema", {}), dict):
-        return {"type": "json_schema", "json_schema": {"name": value.get("name") or "answer",
-                                                       "schema": value.get("schema", {}),
-                                                       "strict": value.get("strict") is True}}
+    if kind == "json_schema" and isinstance(given.get("schema", {}), dict):
+        return {"type": "json_schema", "json_schema": {"name": given.get("name") or "answer",
+                                                       "schema": given.get("schema", {}),
+                                                       "strict": given.get("strict") is True}}
     raise RequestError('text.format must be {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", '
                        '"name", "schema": {...}}', "text.format")
 
@@ -228,15 +231,14 @@ _MESSAGE = re.compile(r"messages\[(\d+)\]")
 def renamed(error: RequestError, origins: list[str]) -> RequestError:
     """An error about the chat completions request, naming the Responses request's fields instead."""
 
-    def rename(text: str | None) -> str | None:
-        if text is None:
-            return None
+    def rename(text: str) -> str:
         text = _MESSAGE.sub(lambda m: origins[int(m[1])] if int(m[1]) < len(origins) else m[0], text)
         for pattern, name in _RENAMED:
             text = pattern.sub(name, text)
         return "input" if text == "messages" else text
 
-    return RequestError(rename(error.message), rename(error.param), error.status)
+    param = rename(error.param) if error.param is not None else None
+    return RequestError(rename(error.message), param, error.status)
 
 
 def response(done: dict, request: Translated) -> dict:
@@ -280,7 +282,8 @@ def events(done: dict) -> list[dict]:
     item added, its text or arguments as a delta and done, the item done; then completed (or incomplete)."""
     started = {**done, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None,
                "completed_at": None}
-    out = [{"type": "response.created", "response": started}, {"type": "response.in_progress", "response": started}]
+    out: list[dict] = [{"type": "response.created", "response": started},
+                       {"type": "response.in_progress", "response": started}]
     for index, item in enumerate(done["output"]):
         at = {"output_index": index, "item_id": item["id"]}
         if item["type"] == "message":

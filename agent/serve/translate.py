@@ -12,13 +12,14 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agent.models import Reply
 from agent.parsing import ParseError, load_json
-from agent.protocols import Final, PromptProtocol, Step, ToolCall
+from agent.protocols import Final, PromptProtocol, Step, ToolCall, with_instructions
 from agent.tools.registry import Registry, Tool, ToolError
 
 MAX_TOOLS = 128  # as OpenAI's API allows
@@ -144,8 +145,7 @@ def sampling(body: dict) -> dict:
 def plain(body: dict) -> tuple[list[dict], dict]:
     """A request without tools, checked for a backend with no pass-through of its own (the embedded model): its
     messages, and the options it takes (sampling, response_format, stop)."""
-    messages = body.get("messages")
-    _check_roles(messages)
+    messages = _check_roles(body.get("messages"))
     for index, message in enumerate(messages):
         if message["role"] == "user":
             _user_content(message, index)
@@ -178,8 +178,9 @@ def answer_schema(response_format: object, constrain: bool = False) -> dict | No
     None for text, any JSON object for json_object, json_schema's schema checked and bounded (output_schema)."""
     if response_format is None:
         return None
-    kind = response_format.get("type") if isinstance(response_format, dict) else None
-    spec = response_format.get("json_schema") if kind == "json_schema" else None
+    given: dict = response_format if isinstance(response_format, dict) else {}
+    kind = given.get("type")
+    spec = given.get("json_schema") if kind == "json_schema" else None
     if kind == "text":
         return None
     if kind == "json_object":
@@ -365,16 +366,16 @@ def _choice(value: object, registry: Registry) -> str:
     return name
 
 
-def conversation(messages: object, protocol: PromptProtocol, system: str | None = None) -> list[dict]:
+def conversation(given: object, protocol: PromptProtocol, system: str | None = None) -> list[dict]:
     """The client's messages in the protocol's text form, after a system prompt holding the protocol and the
     tools, then the client's own system messages: each assistant message's tool calls as the protocol's JSON
     action, the tool messages that answer them as the protocol's result message; an answer as a final action."""
-    _check_roles(messages)
+    messages = _check_roles(given)
     system = system or protocol.system_prompt()
     own = [_text(m, i) for i, m in enumerate(messages) if m["role"] in ("system", "developer")]
-    if any(text.strip() for text in own):
-        system += "\nInstructions from the user:\n" + "\n\n".join(t.strip() for t in own if t.strip()) + "\n"
-    history, index = [{"role": "system", "content": system}], 0
+    system = with_instructions(system, "\n\n".join(t.strip() for t in own if t.strip()))
+    history: list[dict] = [{"role": "system", "content": system}]
+    index = 0
     while index < len(messages):
         message, index = messages[index], index + 1
         role = message["role"]
@@ -406,13 +407,15 @@ def _answer(text: str, protocol: PromptProtocol) -> object:
         return text
 
 
-def _check_roles(messages: object) -> None:
+def _check_roles(messages: object) -> list[dict]:
+    """``messages``, once they are known to be a non-empty list of objects with a role."""
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages must be a non-empty array", "messages")
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             raise RequestError(f"messages[{index}] must be an object with a role ({', '.join(ROLES)})",
                                f"messages[{index}]")
+    return messages
 
 
 def _calls(message: dict, index: int) -> list[ToolCall]:
@@ -429,7 +432,7 @@ def _calls(message: dict, index: int) -> list[ToolCall]:
             raise RequestError(f'{where}[{number}] must be {{"id", "type": "function", "function": {{"name", '
                                '"arguments": "<JSON text>"}}', f"{where}[{number}]")
         try:
-            arguments = load_json(raw) if raw.strip() else {}
+            arguments: Any = load_json(raw) if raw.strip() else {}
         except ParseError as error:
             raise RequestError(f"{where}[{number}].function.arguments is not JSON text: {error.message}",
                                f"{where}[{number}]") from None
@@ -440,7 +443,7 @@ def _calls(message: dict, index: int) -> list[ToolCall]:
 def _results(messages: list, index: int, calls: list[ToolCall]) -> tuple[list[str], int]:
     """The outputs of ``calls``, in their order, from the tool messages from ``index`` on; and the index after them."""
     outputs: dict[str, str] = {}
-    ids = {c.id for c in calls}
+    ids = [str(c.id) for c in calls]  # _calls gives each call its id
     while index < len(messages) and messages[index]["role"] == "tool":
         call_id = messages[index].get("tool_call_id")
         if not isinstance(call_id, str):
@@ -452,12 +455,12 @@ def _results(messages: list, index: int, calls: list[ToolCall]) -> tuple[list[st
                                f"messages[{index}]")
         outputs[call_id] = _text(messages[index], index)
         index += 1
-    missing = [c.id for c in calls if c.id not in outputs]
+    missing = [i for i in ids if i not in outputs]
     if missing:
         raise RequestError(f"the tool call {missing[0][:80]!r} has no tool message answering it; send each call's "
                            f"result as a tool message right after the assistant message (before messages[{index}])",
                            "messages")
-    return [outputs[c.id] for c in calls], index
+    return [outputs[i] for i in ids], index
 
 
 def _text(message: dict, index: int) -> str:
@@ -488,7 +491,8 @@ def completion(turn: Final | Step, model: str, usage: dict) -> dict:
     """The parsed reply as a chat completion: tool calls (with fresh ids, arguments as JSON text) and finish
     reason "tool_calls", or the final answer as content and "stop"."""
     if isinstance(turn, Final):
-        message, finish = {"role": "assistant", "content": turn.answer}, "stop"
+        message: dict = {"role": "assistant", "content": turn.answer}
+        finish = "stop"
     else:
         message = {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
@@ -500,7 +504,7 @@ def completion(turn: Final | Step, model: str, usage: dict) -> dict:
 
 def passed_on(reply: Reply, model: str) -> dict:
     """A backend's reply to a request without tools (answered by a model with no pass-through), as a completion."""
-    message = {"role": "assistant", "content": reply.content}
+    message: dict = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
     return _completion(message, reply.finish_reason or "stop", model, reply.usage or {})

@@ -7,6 +7,7 @@ import time
 from typing import TextIO
 
 from agent.text import plural
+from agent.tools.text import shorten
 
 BAR_WIDTH = 24
 
@@ -66,7 +67,7 @@ class Bar:
                          for label, n in self.runs.items() if n)
         text = f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {done}/{total} runs  {arms}{left}"
         width = shutil.get_terminal_size((100, 24)).columns - 1
-        return text if len(text) <= width else text[:max(width - 3, 0)] + "..."
+        return shorten(text, width)
 
     def close(self) -> None:
         if self.drawn:
