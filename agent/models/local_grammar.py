@@ -107,8 +107,8 @@ class CheckedGreedy:
     def _filtered(self, logits):
         import numpy as np
 
-        data = np.zeros(len(logits), dtype=np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)],
-                                                    align=True))
+        token_data = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
+        data: np.ndarray = np.zeros(len(logits), dtype=token_data)  # llama_token_data, one per candidate
         data["id"], data["logit"] = np.arange(len(logits)), logits
         self._apply(data.ctypes.data_as(self.lib.llama_token_data_p), len(logits))
         logits[data["id"]] = data["logit"]  # the grammar sets the logit of a token it rules out to -inf, in place
