@@ -10,13 +10,20 @@ with a valid action (nothing is re-asked):
   40 ms for the body (the stall serve's kept upstream connections once had).
 
 Rows: a request with 20 tools (its translation built once and kept, as clients send the same tools every turn)
-and one without tools, each answered whole and streamed.
+and one without tools, each answered whole and streamed. The last column is the CPU time serve's process used per
+request (Linux): unlike the added time, it does not grow with the time a busy machine takes to give it a core.
+The straight requests to the http.server-style upstream are the openai SDK's own, which wait on it as said.
 
-    python bench/bench_serve.py [REQUESTS]      # default 300 per row and side; needs the `serve` extra
+    python bench/bench_serve.py [REQUESTS] [CHECKOUT]   # default 300 per row and side; needs the `serve` extra
+
+CHECKOUT: another checkout (a worktree) whose `agent serve` is measured instead of this one's, with this
+benchmark, its upstreams and its clients, so that two versions are compared alike.
 """
 from __future__ import annotations
 
 import json
+import math
+import os
 import statistics
 import sys
 import time
@@ -59,28 +66,42 @@ def timed(client: openai.OpenAI, request: dict) -> float:
     return time.perf_counter() - started
 
 
-def compare(upstream_url: str, served_url: str, count: int) -> None:
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used (Linux: /proc), NaN where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def compare(upstream_url: str, served_url: str, pid: int, count: int) -> None:
     direct = openai.OpenAI(base_url=upstream_url, api_key="x", max_retries=0)
     served = openai.OpenAI(base_url=served_url, api_key="x", max_retries=0)
     for label, request in ROWS:
         for _ in range(20):  # warm up: connections, imports, compiled validators, the kept translation
             timed(direct, request), timed(served, request)
+        used = cpu_seconds(pid)
         pairs = [(timed(direct, request), timed(served, request)) for _ in range(count)]
+        used = (cpu_seconds(pid) - used) / count * 1000
         alone = statistics.median(a for a, _ in pairs) * 1000
         through = statistics.median(b for _, b in pairs) * 1000
         quartiles = statistics.quantiles([(b - a) * 1000 for a, b in pairs], n=4)
-        print(f"  {label:<22} {alone:9.2f} {through:10.2f} {quartiles[1]:8.2f}   "
-              f"{quartiles[0]:5.2f} to {quartiles[2]:.2f}")
+        print(f"  {label:<22} {alone:9.2f} {through:10.2f} {quartiles[1]:8.2f}   {quartiles[0]:5.2f} to "
+              f"{quartiles[2]:<5.2f} {used:9.2f}")
     direct.close(), served.close()
 
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    print(f"{'median per request (ms)':<24} {'upstream':>9} {'via serve':>10} {'added':>8}   added, quartiles")
+    if len(sys.argv) > 2:  # `python -m agent` finds the package of the folder it starts in first
+        os.chdir(sys.argv[2])
+    print(f"{'median per request (ms)':<24} {'upstream':>9} {'via serve':>10} {'added':>8}   added, quartiles "
+          f"{'serve CPU':>9}")
     for title, kind in [("instant upstream", InstantUpstream), ("http.server-style upstream", SplitUpstream)]:
         print(title)
-        with kind(answer) as upstream, serving("--upstream-url", upstream.url, "--model", "m") as (url, _, _):
-            compare(upstream.url, url, count)
+        with kind(answer) as upstream, serving("--upstream-url", upstream.url, "--model", "m") as (url, child, _):
+            compare(upstream.url, url, child.pid, count)
 
 
 if __name__ == "__main__":

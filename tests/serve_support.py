@@ -141,6 +141,8 @@ class InstantUpstream:
 
 
 class _Instant(asyncio.Protocol):
+    answers: dict = {}  # the bytes of each answer made, by what it answers: made once
+
     def __init__(self, answer):
         self.answer, self.pending = answer, b""
 
@@ -155,9 +157,13 @@ class _Instant(asyncio.Protocol):
             if len(self.pending) < stop:
                 return
             body, self.pending = json.loads(self.pending[start:stop] or b"{}"), self.pending[stop:]
-            content_type, answer = canned(body, self.answer(body))
-            self.transport.write(f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(answer)}"
-                                 "\r\n\r\n".encode() + answer)
+            answer = self.answer(body)
+            key = (json.dumps(answer), body.get("model"), body.get("stream"), json.dumps(body.get("stream_options")))
+            if key not in self.answers:
+                content_type, data = canned(body, answer)
+                self.answers[key] = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: " \
+                                    f"{len(data)}\r\n\r\n".encode() + data
+            self.transport.write(self.answers[key])
 
 
 class SplitUpstream:
