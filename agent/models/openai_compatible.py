@@ -14,6 +14,7 @@ into the same completion.
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -119,10 +120,12 @@ class OpenAIModel:
 
     def _post(self, request: dict) -> httpx2.Response:
         try:
-            return self.client.post("/chat/completions", content=_json_bytes(request), cast_to=httpx2.Response,
-                                    stream=True)
+            response = self.client.post("/chat/completions", content=_json_bytes(request), cast_to=httpx2.Response,
+                                        stream=True)
         except openai.APIError as err:
             raise self._error(err, constrained="response_format" in request, streamed="stream" in request) from err
+        _acknowledge_at_once(response)
+        return response
 
     def _body(self, response: httpx2.Response) -> Generator[bytes, None, None]:
         """The body piece by piece, unless it takes past ``timeout`` since sending or grows past
@@ -156,6 +159,8 @@ class OpenAIModel:
             for data in _events(body):
                 if data.strip() == b"[DONE]":
                     done = True
+                    for _ in body:  # to its end, which keeps the connection for the next call
+                        pass
                     break
                 chunk = self._chunk(data)
                 usage = chunk.get("usage") or usage
@@ -300,6 +305,20 @@ def _events(body: Iterator[bytes]) -> Iterator[bytes]:
                 data.append(line[5:].removeprefix(b" "))
     if data:
         yield b"\n".join(data)
+
+
+def _acknowledge_at_once(response: httpx2.Response) -> None:
+    """Acknowledge what the server sends at once, not 40 ms later: a server that writes the headers and the body
+    separately with Nagle's algorithm on (Python's http.server) holds the body until the headers are acknowledged,
+    and on a connection kept open Linux delays the acknowledgement (TCP_QUICKACK, Linux only, lasts until this
+    side sends again: set for each response)."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        except OSError:
+            pass
 
 
 def _stamp_sent_at(request: httpx2.Request) -> None:
