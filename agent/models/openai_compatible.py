@@ -70,6 +70,9 @@ CHUNK_SCHEMA = {
     },
 }
 _CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)
+_VALID_SHAPES: set = set()  # of the chunks found valid (see _chunk), at most MAX_SHAPES
+MAX_SHAPES = 1024
+_ABSENT = object()
 
 
 class OpenAIModel:
@@ -192,18 +195,34 @@ class OpenAIModel:
         return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
 
     def _chunk(self, data: bytes) -> dict:
-        """One event's data as a completion chunk, or a ModelError naming what is wrong with it."""
-        return self._read(data, _CHUNK_VALIDATOR, "an event of the stream", "in a chunk of the stream, ")
+        """One event's data as a completion chunk, or a ModelError naming what is wrong with it. CHUNK_SCHEMA says
+        nothing of a string but that it is one, and nothing of the fields besides choices and usage, so a chunk of
+        the same shape as one found valid (``_chunk_shape``) is valid too and is not checked again: chunks come in
+        a handful of shapes (the role, the content's pieces, a call's name, its arguments' pieces, the end), and
+        jsonschema takes some 40 us a chunk."""
+        chunk = self._read(data, None, "an event of the stream", "")
+        try:
+            shape = _chunk_shape(chunk)
+        except RecursionError:  # nested deeper than the shape can be made (json.loads goes deeper): checked alone
+            shape = None
+        if shape is None or shape not in _VALID_SHAPES:
+            self._read(data, _CHUNK_VALIDATOR, "an event of the stream", "in a chunk of the stream, ", chunk)
+            if len(_VALID_SHAPES) >= MAX_SHAPES:
+                _VALID_SHAPES.clear()
+            if shape is not None:
+                _VALID_SHAPES.add(shape)
+        return chunk
 
     def _completion(self, body: bytes) -> dict:
         """The body as a chat completion, or a ModelError naming what is wrong with it."""
         return self._read(body, _VALIDATOR, "the body", "")
 
-    def _read(self, raw: bytes, validator, what: str, where: str) -> dict:
-        """``raw`` as JSON that ``validator`` accepts; an error the endpoint sent instead, or JSON of another
-        shape, is a ModelError (``what`` names the text in the message, ``where`` prefixes a shape fault)."""
+    def _read(self, raw: bytes, validator, what: str, where: str, data: object = None) -> dict:
+        """``raw`` (or ``data``, when it is read already) as JSON that ``validator`` accepts (None: not checked);
+        an error the endpoint sent instead, or JSON of another shape, is a ModelError (``what`` names the text in
+        the message, ``where`` prefixes a shape fault)."""
         try:
-            data = json.loads(raw)
+            data = json.loads(raw) if data is None else data
         except (ValueError, RecursionError):
             text = raw[:200].decode("utf-8", "replace")
             raise self._not_a_completion(f"{what} is not JSON ({_short(text, 80) or 'empty'})") from None
@@ -211,7 +230,7 @@ class OpenAIModel:
         if error:
             message = error.get("message") if isinstance(error, dict) else None
             raise ModelError(f"endpoint answered with an error: {_short(str(message or error))}")
-        fault = jsonschema.exceptions.best_match(validator.iter_errors(data))
+        fault = jsonschema.exceptions.best_match(validator.iter_errors(data)) if validator is not None else None
         if fault is not None:
             raise self._not_a_completion(where + _describe(fault))
         return data
@@ -305,6 +324,24 @@ def _events(body: Iterator[bytes]) -> Iterator[bytes]:
                 data.append(line[5:].removeprefix(b" "))
     if data:
         yield b"\n".join(data)
+
+
+def _chunk_shape(chunk: object) -> tuple | type:
+    """What CHUNK_SCHEMA looks at in a chunk: its choices and usage, or what it is instead of an object."""
+    if isinstance(chunk, dict):
+        return dict, _shape(chunk.get("choices", _ABSENT)), _shape(chunk.get("usage", _ABSENT))
+    return _shape(chunk)
+
+
+def _shape(value: object) -> tuple | type:
+    """A JSON value with every string as ``str``: the same keys, lists, numbers, booleans and nulls."""
+    if isinstance(value, str):
+        return str
+    if isinstance(value, dict):
+        return dict, *[(key, _shape(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return list, *map(_shape, value)
+    return type(value), value  # (True == 1: the type tells them apart)
 
 
 def _acknowledge_at_once(response: httpx2.Response) -> None:
