@@ -148,8 +148,7 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
             kept.put(request.id, responses_api.kept_messages(request, done))
         made = responses_api.response(done, request)
         if request.stream:
-            return StreamingResponse(iter([responses_api.sse(e) for e in responses_api.events(made)]),
-                                     media_type="text/event-stream", headers={"cache-control": "no-cache", **headers})
+            return _event_stream([responses_api.sse(e) for e in responses_api.events(made)], headers)
         return JSONResponse(made, headers=headers)
 
     async def pass_on(body: object, receive) -> Response:
@@ -246,10 +245,15 @@ def _failed(error: ModelError) -> bytes:
     return f"data: {json.dumps(error_body(str(error), 'upstream_error'))}\n\n".encode()
 
 
-def _sse(events: list[dict], headers: dict) -> StreamingResponse:
+def _sse(events: list[dict], headers: dict) -> Response:
     lines = [f"data: {json.dumps(event, ensure_ascii=False)}\n\n" for event in events] + ["data: [DONE]\n\n"]
-    return StreamingResponse(iter(lines), media_type="text/event-stream",
-                             headers={"cache-control": "no-cache", **headers})
+    return _event_stream(lines, headers)
+
+
+def _event_stream(lines: list[str], headers: dict) -> Response:
+    """Server-sent events known whole (a reply is validated before any of it is sent), as one body: a
+    StreamingResponse would hand each line to a worker thread and back."""
+    return Response("".join(lines), media_type="text/event-stream", headers={"cache-control": "no-cache", **headers})
 
 
 def _upstream_error(error: ModelError, secrets: tuple[str, ...]) -> JSONResponse:
