@@ -155,12 +155,9 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             raise RequestError("the body must be a JSON object with messages (a chat completions request)")
         if isinstance(model, RelayingModel):
-            content_type, pieces = await while_connected(receive, relay, model, body)
-            if body.get("stream") is not True:
-                content = await while_connected(receive, gathered, pieces)
-                return Response(content, media_type=content_type, headers={REASKS_HEADER: "0"})
-            first = await while_connected(receive, first_piece, pieces)  # an upstream failure before the answer
-            # is an error status
+            content_type, first, pieces = await while_connected(receive, relay, model, body)
+            if pieces is None:
+                return Response(first, media_type=content_type, headers={REASKS_HEADER: "0"})
             return StreamingResponse(relayed(first, pieces, _failed), media_type=content_type,
                                      headers={REASKS_HEADER: "0"})
         messages, options = plain(body)
@@ -173,15 +170,16 @@ def create_app(model: Model, model_name: str, *, api_key: str | None = None, con
         return JSONResponse(done, headers={REASKS_HEADER: "0"})
 
     def relay(upstream: RelayingModel, body: dict, gone: threading.Event) -> tuple:
+        """The upstream's answer to a request passed on: its content type, and its body whole (then None), or for
+        a stream its first piece (an upstream failure before the answer is an error status) and the others; one
+        worker thread's work."""
         content_type, pieces = upstream.relay(body)
-        if gone.is_set():
-            pieces.close()
-            raise ClientGone()
-        return content_type, pieces
-
-    def first_piece(pieces, gone: threading.Event) -> bytes:
+        if body.get("stream") is not True:
+            return content_type, gathered(pieces, gone), None
         try:
-            return next(pieces, b"")
+            if gone.is_set():
+                raise ClientGone()
+            return content_type, next(pieces, b""), pieces
         except BaseException:
             pieces.close()
             raise
