@@ -73,6 +73,7 @@ _CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)
 _VALID_SHAPES: set = set()  # of the chunks found valid (see _chunk), at most MAX_SHAPES
 MAX_SHAPES = 1024
 _ABSENT = object()
+_DECODER = json.JSONDecoder()
 
 
 class OpenAIModel:
@@ -200,7 +201,7 @@ class OpenAIModel:
         the same shape as one found valid (``_chunk_shape``) is valid too and is not checked again: chunks come in
         a handful of shapes (the role, the content's pieces, a call's name, its arguments' pieces, the end), and
         jsonschema takes some 40 us a chunk."""
-        chunk = self._read(data, None, "an event of the stream", "")
+        chunk = self._read(data, None, "an event of the stream", "", loads=_utf8_json)
         try:
             shape = _chunk_shape(chunk)
         except RecursionError:  # nested deeper than the shape can be made (json.loads goes deeper): checked alone
@@ -217,12 +218,13 @@ class OpenAIModel:
         """The body as a chat completion, or a ModelError naming what is wrong with it."""
         return self._read(body, _VALIDATOR, "the body", "")
 
-    def _read(self, raw: bytes, validator, what: str, where: str, data: object = None) -> dict:
-        """``raw`` (or ``data``, when it is read already) as JSON that ``validator`` accepts (None: not checked);
-        an error the endpoint sent instead, or JSON of another shape, is a ModelError (``what`` names the text in
-        the message, ``where`` prefixes a shape fault)."""
+    def _read(self, raw: bytes, validator, what: str, where: str, data: object = None,
+              loads: Callable[[bytes], object] = json.loads) -> dict:
+        """``raw`` read by ``loads`` (or ``data``, when it is read already) as JSON that ``validator`` accepts
+        (None: not checked); an error the endpoint sent instead, or JSON of another shape, is a ModelError (``what``
+        names the text in the message, ``where`` prefixes a shape fault)."""
         try:
-            data = json.loads(raw) if data is None else data
+            data = loads(raw) if data is None else data
         except (ValueError, RecursionError):
             text = raw[:200].decode("utf-8", "replace")
             raise self._not_a_completion(f"{what} is not JSON ({_short(text, 80) or 'empty'})") from None
@@ -309,21 +311,29 @@ class OpenAIModel:
 
 def _events(body: Iterator[bytes]) -> Iterator[bytes]:
     """The data of each server-sent event in ``body`` (a comment or another field is skipped), as it completes."""
-    pending, data = bytearray(), list[bytes]()
+    partial: list[bytes] = []  # the pieces of a line not complete yet
+    data: list[bytes] = []  # the data lines of the event so far
     for chunk in body:
-        searched = len(pending)
-        pending += chunk
-        while (end := pending.find(b"\n", searched)) >= 0:
-            line = bytes(pending[:end]).rstrip(b"\r")
-            del pending[:end + 1]
-            searched = 0
-            if not line and data:
-                yield b"\n".join(data)
-                data = []
+        if b"\n" not in chunk:
+            partial.append(chunk)
+            continue
+        lines = (b"".join(partial) + chunk if partial else chunk).split(b"\n")
+        partial = [lines.pop()]
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line:
+                if data:
+                    yield b"\n".join(data)
+                    data = []
             elif line.startswith(b"data:"):
                 data.append(line[5:].removeprefix(b" "))
     if data:
         yield b"\n".join(data)
+
+
+def _utf8_json(data: bytes) -> object:
+    """JSON text in UTF-8, as an event stream's data always is (json.loads looks for UTF-16 and 32 first)."""
+    return _DECODER.decode(data.decode("utf-8", "surrogatepass"))
 
 
 def _chunk_shape(chunk: object) -> tuple | type:
@@ -335,13 +345,14 @@ def _chunk_shape(chunk: object) -> tuple | type:
 
 def _shape(value: object) -> tuple | type:
     """A JSON value with every string as ``str``: the same keys, lists, numbers, booleans and nulls."""
-    if isinstance(value, str):
+    kind = type(value)  # (json.loads makes no subclasses)
+    if kind is str:
         return str
-    if isinstance(value, dict):
-        return dict, *[(key, _shape(item)) for key, item in value.items()]
-    if isinstance(value, list):
-        return list, *map(_shape, value)
-    return type(value), value  # (True == 1: the type tells them apart)
+    if kind is dict:
+        return dict, *[(key, _shape(item)) for key, item in value.items()]  # type: ignore[attr-defined]
+    if kind is list:
+        return list, *map(_shape, value)  # type: ignore[call-overload]
+    return kind, value  # (True == 1: the type tells them apart)
 
 
 def _acknowledge_at_once(response: httpx2.Response) -> None:
