@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -124,12 +125,16 @@ class InstantUpstream:
     kept open (asyncio, in a thread): what serve's own cost is measured against. ``answer(body)`` gives the
     content for a request's decoded body. A context manager; ``url`` is its base URL."""
 
-    def __init__(self, answer):
-        self.answer, self.url = answer, ""
+    def __init__(self, answer, answers_per_connection: int | None = None, close_at_once: bool = False):
+        """``answers_per_connection``: after so many answers, a connection's next request closes it unanswered (as
+        a server whose keep-alive time ran out as it came), or with ``close_at_once`` the last answer does (on Linux,
+        the close sent with the answer)."""
+        self.answer, self.url, self.most, self.close_at_once = answer, "", answers_per_connection, close_at_once
+        self.connections = 0  # made to it so far
         self.loop = asyncio.new_event_loop()
 
     def __enter__(self) -> InstantUpstream:
-        server = self.loop.run_until_complete(self.loop.create_server(lambda: _Instant(self.answer), "127.0.0.1", 0))
+        server = self.loop.run_until_complete(self.loop.create_server(lambda: _Instant(self), "127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -143,11 +148,12 @@ class InstantUpstream:
 class _Instant(asyncio.Protocol):
     answers: dict = {}  # the bytes of each answer made, by what it answers: made once
 
-    def __init__(self, answer):
-        self.answer, self.pending = answer, b""
+    def __init__(self, upstream: InstantUpstream):
+        self.upstream, self.answer, self.pending, self.answered = upstream, upstream.answer, b"", 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         self.transport = transport
+        self.upstream.connections += 1
 
     def data_received(self, data: bytes) -> None:
         self.pending += data
@@ -157,13 +163,23 @@ class _Instant(asyncio.Protocol):
             if len(self.pending) < stop:
                 return
             body, self.pending = json.loads(self.pending[start:stop] or b"{}"), self.pending[stop:]
+            if self.answered == self.upstream.most:
+                self.transport.close()
+                return
+            self.answered += 1
             answer = self.answer(body)
             key = (json.dumps(answer), body.get("model"), body.get("stream"), json.dumps(body.get("stream_options")))
             if key not in self.answers:
                 content_type, data = canned(body, answer)
                 self.answers[key] = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: " \
                                     f"{len(data)}\r\n\r\n".encode() + data
+            closing = self.answered == self.upstream.most and self.upstream.close_at_once
+            if closing and hasattr(socket, "TCP_CORK"):  # the answer and the close go out together, so that the
+                # client sees the connection closed when it has the answer (else its next request may be first)
+                self.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
             self.transport.write(self.answers[key])
+            if closing:
+                self.transport.close()
 
 
 class SplitUpstream:
