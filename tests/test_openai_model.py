@@ -82,6 +82,16 @@ def test_works_without_an_api_key_and_sends_a_given_one(server):
     assert [r["headers"]["authorization"] for r in server.requests] == ["Bearer not-needed", "Bearer sk-test"]
 
 
+def test_the_headers_are_the_sdks_but_for_its_telemetry(server):
+    server.reply("ok")
+    make_model(server, api_key="sk-test").complete(HELLO)
+    headers = server.requests[0]["headers"]
+    assert headers["user-agent"].startswith("OpenAI/Python") and headers["content-type"] == "application/json"
+    assert headers["authorization"] == "Bearer sk-test" and headers["x-stainless-retry-count"] == "0"
+    assert not [name for name in headers if name.startswith("x-stainless") and not name.endswith(("-count",
+                                                                                                  "-timeout"))]
+
+
 def test_rate_limit_waits_as_long_as_retry_after_says_then_succeeds(server):
     server.error(429, headers={"Retry-After": "1"})
     server.reply("finally")

@@ -6,10 +6,11 @@ except that a ``retry-after-ms`` or ``Retry-After`` header (seconds or HTTP date
 is waited exactly, one of 0 falls back to the backoff, and one above 120s stops the retrying at once.
 
 The request goes out through the client's plain ``post`` (the typed ``chat.completions.create`` walks the
-whole history on every call), and the answer is read here: within ``timeout`` seconds of sending, at most
-``MAX_RESPONSE_BYTES``, then checked against ``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer
-(``stream``) is read the same way, as server-sent events each checked against ``CHUNK_SCHEMA``, and assembled
-into the same completion.
+whole history on every call) to the whole URL, made once (a path is parsed and joined to the base URL on every
+call), without the SDK's X-Stainless telemetry headers (but for the retry count and the read timeout). The answer
+is read here: within ``timeout`` seconds of sending, at most ``MAX_RESPONSE_BYTES``, then checked against
+``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer (``stream``) is read the same way, as server-sent
+events each checked against ``CHUNK_SCHEMA`` (once per shape), and assembled into the same completion.
 """
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ from agent.tools.text import shorten
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 MIN_CONNECTIONS, MIN_KEEPALIVE = 100, 20  # httpx's own defaults: the pool is never smaller
 _SENT_AT = "agent.sent_at"
+# the headers the SDK sends of itself and the machine, which no server needs: left out (each one is merged,
+# checked and written on every call)
+TELEMETRY = ("X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
+             "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Async")
 
 _TEXT = {"type": ["string", "null"]}
 _COUNT = {"type": ["integer", "null"], "minimum": 0}
@@ -92,7 +97,10 @@ class OpenAIModel:
                                max_keepalive_connections=max(connections, MIN_KEEPALIVE))
         http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]}, limits=limits)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "not-needed",
-                                    timeout=timeout, max_retries=max_retries, http_client=http_client)
+                                    timeout=timeout, max_retries=max_retries, http_client=http_client,
+                                    default_headers=dict.fromkeys(TELEMETRY, openai.Omit()))
+        base = self.client.base_url  # (with a trailing slash)
+        self.url = str(base.copy_with(raw_path=base.raw_path + b"chat/completions"))  # as the SDK joins a path
 
     def complete(self, messages: list[dict], **options) -> Reply:
         response = self._post(self._request(messages, options))
@@ -124,8 +132,7 @@ class OpenAIModel:
 
     def _post(self, request: dict) -> httpx2.Response:
         try:
-            response = self.client.post("/chat/completions", content=_json_bytes(request), cast_to=httpx2.Response,
-                                        stream=True)
+            response = self.client.post(self.url, content=_json_bytes(request), cast_to=httpx2.Response, stream=True)
         except openai.APIError as err:
             raise self._error(err, constrained="response_format" in request, streamed="stream" in request) from err
         _acknowledge_at_once(response)
