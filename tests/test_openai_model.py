@@ -92,6 +92,15 @@ def test_the_headers_are_the_sdks_but_for_its_telemetry(server):
                                                                                                   "-timeout"))]
 
 
+def test_a_key_that_no_header_can_carry_is_said_so_before_anything_is_sent(server):
+    model = make_model(server, api_key="clé-secrète")
+    message = failure(model)
+    assert message == "the API key holds 'é', which no HTTP header can carry; check --api-key / AGENT_API_KEY"
+    with pytest.raises(ModelError, match="^the API key holds 'é'"):
+        model.list_models()
+    assert server.requests == []
+
+
 def test_rate_limit_waits_as_long_as_retry_after_says_then_succeeds(server):
     server.error(429, headers={"Retry-After": "1"})
     server.reply("finally")

@@ -135,6 +135,8 @@ class OpenAIModel:
             response = self.client.post(self.url, content=_json_bytes(request), cast_to=httpx2.Response, stream=True)
         except openai.APIError as err:
             raise self._error(err, constrained="response_format" in request, streamed="stream" in request) from err
+        except UnicodeEncodeError as err:  # the SDK encodes the headers outside what it turns into its errors
+            raise _unsendable_key(err) from None
         _acknowledge_at_once(response)
         return response
 
@@ -267,6 +269,8 @@ class OpenAIModel:
             return sorted(m.id for m in self.client.models.list())
         except openai.APIError as err:
             raise self._error(err, constrained=False) from err
+        except UnicodeEncodeError as err:
+            raise _unsendable_key(err) from None
 
     def _too_slow(self) -> ModelError:
         return ModelError(f"no complete answer from {self.base_url} within {self.timeout:g}s; "
@@ -374,6 +378,12 @@ def _acknowledge_at_once(response: httpx2.Response) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
         except OSError:
             pass
+
+
+def _unsendable_key(err: UnicodeEncodeError) -> ModelError:
+    """The key is the one header text given: one that is not ASCII cannot be sent."""
+    return ModelError(f"the API key holds {err.object[err.start:err.end]!r}, which no HTTP header can carry; "
+                      "check --api-key / AGENT_API_KEY")
 
 
 def _stamp_sent_at(request: httpx2.Request) -> None:
