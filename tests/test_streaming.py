@@ -124,6 +124,8 @@ def test_a_server_that_answers_a_stream_request_whole_is_read_whole(server):
     ('data: {"choices": [{"delta": {"content": 7}}]}\n\n', "in a chunk of the stream, choices[0].delta.content is a number"),
     ('data: {"choices": [{"delta": {"content": "7"}}]}\n\ndata: {"choices": [{"delta": {"content": 7}}]}\n\n',
      "in a chunk of the stream, choices[0].delta.content is a number"),  # after a valid chunk of another shape
+    ('data: {"usage": {"prompt_tokens": 7}}\n\ndata: {"usage": {"prompt_tokens": -7}}\n\n',
+     "in a chunk of the stream, usage.prompt_tokens: -7 is less than the minimum of 0"),  # a count of another sign
     ('data: {"choices": [{"delta": {"content": "cut"}}]}\n\n', "the stream from"),
     (": keep-alive\n\ndata: [DONE]\n\n", "the stream held no choice"),
 ])

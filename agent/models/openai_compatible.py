@@ -74,7 +74,7 @@ CHUNK_SCHEMA = {
         "usage": COMPLETION_SCHEMA["properties"]["usage"],
     },
 }
-_CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)
+_CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)  # (no bound on a number but minimum 0: _shape)
 _VALID_SHAPES: set = set()  # of the chunks found valid (see _chunk), at most MAX_SHAPES
 MAX_SHAPES = 1024
 _ABSENT = object()
@@ -355,10 +355,14 @@ def _chunk_shape(chunk: object) -> tuple | type:
 
 
 def _shape(value: object) -> tuple | type:
-    """A JSON value with every string as ``str``: the same keys, lists, numbers, booleans and nulls."""
+    """A JSON value with every string as ``str`` and every whole number as its sign: the same keys, lists, other
+    numbers, booleans and nulls. CHUNK_SCHEMA asks no more of a whole number than its sign (a count's minimum of
+    0), so that a usage chunk's shape does not change with its counts."""
     kind = type(value)  # (json.loads makes no subclasses)
     if kind is str:
         return str
+    if kind is int:
+        return int, value >= 0  # type: ignore[operator]
     if kind is dict:
         return dict, *[(key, _shape(item)) for key, item in value.items()]  # type: ignore[attr-defined]
     if kind is list:
