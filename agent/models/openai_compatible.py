@@ -7,7 +7,7 @@ is waited exactly, one of 0 falls back to the backoff, and one above 120s stops 
 
 The request goes out through the client's plain ``post`` (the typed ``chat.completions.create`` walks the
 whole history on every call) to the whole URL, made once (a path is parsed and joined to the base URL on every
-call), without the SDK's X-Stainless telemetry headers (but for the retry count and the read timeout). The answer
+call), without the SDK's X-Stainless telemetry headers (but for the retry count, read back for the messages). The answer
 is read here: within ``timeout`` seconds of sending, at most ``MAX_RESPONSE_BYTES``, then checked against
 ``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer (``stream``) is read the same way, as server-sent
 events each checked against ``CHUNK_SCHEMA`` (once per shape), and assembled into the same completion.
@@ -36,7 +36,8 @@ _SENT_AT = "agent.sent_at"
 # the headers the SDK sends of itself and the machine, which no server needs: left out (each one is merged,
 # checked and written on every call)
 TELEMETRY = ("X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
-             "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Async")
+             "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Async", "X-Stainless-Read-Timeout")
+_LEFT_OUT: openai.RequestOptions = {"headers": {name: openai.Omit() for name in TELEMETRY}}  # per request
 
 _TEXT = {"type": ["string", "null"]}
 _COUNT = {"type": ["integer", "null"], "minimum": 0}
@@ -97,8 +98,7 @@ class OpenAIModel:
                                max_keepalive_connections=max(connections, MIN_KEEPALIVE))
         http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]}, limits=limits)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "not-needed",
-                                    timeout=timeout, max_retries=max_retries, http_client=http_client,
-                                    default_headers=dict.fromkeys(TELEMETRY, openai.Omit()))
+                                    timeout=timeout, max_retries=max_retries, http_client=http_client)
         base = self.client.base_url  # (with a trailing slash)
         self.url = str(base.copy_with(raw_path=base.raw_path + b"chat/completions"))  # as the SDK joins a path
 
@@ -132,7 +132,8 @@ class OpenAIModel:
 
     def _post(self, request: dict) -> httpx2.Response:
         try:
-            response = self.client.post(self.url, content=_json_bytes(request), cast_to=httpx2.Response, stream=True)
+            response = self.client.post(self.url, content=_json_bytes(request), cast_to=httpx2.Response, stream=True,
+                                        options=_LEFT_OUT)
         except openai.APIError as err:
             raise self._error(err, constrained="response_format" in request, streamed="stream" in request) from err
         except UnicodeEncodeError as err:  # the SDK encodes the headers outside what it turns into its errors
@@ -227,8 +228,8 @@ class OpenAIModel:
         """The body as a chat completion, or a ModelError naming what is wrong with it."""
         return self._read(body, _VALIDATOR, "the body", "")
 
-    def _read(self, raw: bytes, validator, what: str, where: str, data: object = None,
-              loads: Callable[[bytes], object] = json.loads) -> dict:
+    def _read(self, raw: bytes, validator, what: str, where: str, data: Any = None,
+              loads: Callable[[bytes], Any] = json.loads) -> dict:
         """``raw`` read by ``loads`` (or ``data``, when it is read already) as JSON that ``validator`` accepts
         (None: not checked); an error the endpoint sent instead, or JSON of another shape, is a ModelError (``what``
         names the text in the message, ``where`` prefixes a shape fault)."""
@@ -342,7 +343,7 @@ def _events(body: Iterator[bytes]) -> Iterator[bytes]:
         yield b"\n".join(data)
 
 
-def _utf8_json(data: bytes) -> object:
+def _utf8_json(data: bytes) -> Any:
     """JSON text in UTF-8, as an event stream's data always is (json.loads looks for UTF-16 and 32 first)."""
     return _DECODER.decode(data.decode("utf-8", "surrogatepass"))
 
@@ -354,7 +355,7 @@ def _chunk_shape(chunk: object) -> tuple | type:
     return _shape(chunk)
 
 
-def _shape(value: object) -> tuple | type:
+def _shape(value: Any) -> tuple | type:
     """A JSON value with every string as ``str`` and every whole number as its sign: the same keys, lists, other
     numbers, booleans and nulls. CHUNK_SCHEMA asks no more of a whole number than its sign (a count's minimum of
     0), so that a usage chunk's shape does not change with its counts."""
@@ -362,11 +363,11 @@ def _shape(value: object) -> tuple | type:
     if kind is str:
         return str
     if kind is int:
-        return int, value >= 0  # type: ignore[operator]
+        return int, value >= 0
     if kind is dict:
-        return dict, *[(key, _shape(item)) for key, item in value.items()]  # type: ignore[attr-defined]
+        return dict, *[(key, _shape(item)) for key, item in value.items()]
     if kind is list:
-        return list, *map(_shape, value)  # type: ignore[call-overload]
+        return list, *map(_shape, value)
     return kind, value  # (True == 1: the type tells them apart)
 
 
