@@ -150,6 +150,15 @@ def test_chunks_of_one_shape_are_read_alike_however_deeply_they_nest(server):
         assert model(server).stream(HELLO, pieces.append).content == "onetwo three" == "".join(pieces)
 
 
+def test_an_upstream_that_sends_on_after_done_is_let_go_and_its_answer_stands(server):
+    """What follows [DONE] is read, to keep the connection, but not for long, and it cannot undo the answer."""
+    answer = 'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}\n\n'
+    server.endless(answer + "data: [DONE]\n\n", interval=0.02, headers=SSE)
+    started = time.monotonic()
+    assert model(server, timeout=3).stream(HELLO, lambda text: None).content == "hi"
+    assert time.monotonic() - started < 1
+
+
 def test_a_stream_keeps_the_deadline_and_the_size_cap(server):
     server.endless(": keep-alive\n\n", interval=0.05, headers=SSE)
     with pytest.raises(ModelError, match="no complete answer from .* within 0.5s"):

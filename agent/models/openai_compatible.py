@@ -7,10 +7,11 @@ is waited exactly, one of 0 falls back to the backoff, and one above 120s stops 
 
 The request goes out through the client's plain ``post`` (the typed ``chat.completions.create`` walks the
 whole history on every call) to the whole URL, made once (a path is parsed and joined to the base URL on every
-call), without the SDK's X-Stainless telemetry headers (but for the retry count, read back for the messages). The answer
-is read here: within ``timeout`` seconds of sending, at most ``MAX_RESPONSE_BYTES``, then checked against
-``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer (``stream``) is read the same way, as server-sent
-events each checked against ``CHUNK_SCHEMA`` (once per shape), and assembled into the same completion.
+call), without the SDK's X-Stainless telemetry headers (but for the retry count, read back for the messages).
+The answer is read here: within ``timeout`` seconds of sending, at most ``MAX_RESPONSE_BYTES``, then checked
+against ``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer (``stream``) is read the same way, as
+server-sent events each checked against ``CHUNK_SCHEMA`` (once per shape), and assembled into the same
+completion; what follows its [DONE] is read too, so that its connection is kept.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from agent.tools.text import shorten
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 MIN_CONNECTIONS, MIN_KEEPALIVE = 100, 20  # httpx's own defaults: the pool is never smaller
 _SENT_AT = "agent.sent_at"
+DRAIN_SECONDS = 0.1  # to read the rest of a stream after its [DONE], as the SDK's async client gives it
 # the headers the SDK sends of itself and the machine, which no server needs: left out (each one is merged,
 # checked and written on every call)
 TELEMETRY = ("X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
@@ -173,8 +175,7 @@ class OpenAIModel:
             for data in _events(body):
                 if data.strip() == b"[DONE]":
                     done = True
-                    for _ in body:  # to its end, which keeps the connection for the next call
-                        pass
+                    _drain(body)
                     break
                 chunk = self._chunk(data)
                 usage = chunk.get("usage") or usage
@@ -341,6 +342,19 @@ def _events(body: Iterator[bytes]) -> Iterator[bytes]:
                 data.append(line[5:].removeprefix(b" "))
     if data:
         yield b"\n".join(data)
+
+
+def _drain(body: Iterator[bytes]) -> None:
+    """The rest of a stream after its [DONE] read, which gives its connection back to the pool for the next call
+    (closed before its end, it is closed): as the SDK's async client does, for DRAIN_SECONDS at most once a piece
+    has come (a server that sends on after it is let go), and what fails then does not undo the answer."""
+    until = time.monotonic() + DRAIN_SECONDS
+    try:
+        for _ in body:
+            if time.monotonic() > until:
+                return
+    except ModelError:
+        pass
 
 
 def _utf8_json(data: bytes) -> Any:
