@@ -1,14 +1,29 @@
-"""What `agent serve` adds to a request: the same requests, made with the openai SDK, straight to the scripted
-upstream of the tests and through `agent serve` in front of it (a child process), interleaved; the median time
-per request of each, side by side, and the difference. The upstream answers every request at once with a valid
-action, so nothing is re-asked.
+"""What `agent serve` adds to a request: the same requests, made with the openai SDK, straight to an upstream and
+through `agent serve` in front of it (a child process), interleaved; the median time per request of each, side by
+side, and the median of the differences (with its quartiles). Two upstreams, each answering every request at once
+with a valid action (nothing is re-asked):
 
-    python bench/bench_serve.py [REQUESTS]      # default 300 per row and side; needs the `serve` extra
+- instant: answers in a fraction of a millisecond, in one write per answer, on connections kept open; what is
+  added in front of it is serve's own cost;
+- http.server-style: Python's http.server, which writes the headers and the body (each event of a stream) in
+  separate writes with Nagle's algorithm on, so that a client which delays acknowledging the headers waits about
+  40 ms for the body (the stall serve's kept upstream connections once had).
+
+Rows: a request with 20 tools (its translation built once and kept, as clients send the same tools every turn)
+and one without tools, each answered whole and streamed. The last column is the CPU time serve's process used per
+request (Linux): unlike the added time, it does not grow with the time a busy machine takes to give it a core.
+The straight requests to the http.server-style upstream are the openai SDK's own, which wait on it as said.
+
+    python bench/bench_serve.py [REQUESTS] [CHECKOUT]   # default 300 per row and side; needs the `serve` extra
+
+CHECKOUT: another checkout (a worktree) whose `agent serve` is measured instead of this one's, with this
+benchmark, its upstreams and its clients, so that two versions are compared alike.
 """
 from __future__ import annotations
 
-import asyncio
 import json
+import math
+import os
 import statistics
 import sys
 import time
@@ -19,84 +34,74 @@ sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 
-from tests.openai_server import ScriptedServer  # noqa: E402
-from tests.serve_support import serving  # noqa: E402
+from tests.serve_support import InstantUpstream, SplitUpstream, serving  # noqa: E402
 
-TOOLS = [{"type": "function", "function": {"name": name, "description": f"{name.title()} two numbers.", "parameters": {
-    "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}
-    for name in ("add", "subtract", "multiply", "divide")]
-CALL = json.dumps({"type": "tool_call", "tool": "add", "arguments": {"a": 2, "b": 3}})
-
-
-def history(turns: int) -> list[dict]:
-    """A question and ``turns`` earlier calls with their results, as a client sends them."""
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Add up 1 to 50, in pairs."}]
-    for turn in range(turns):
-        messages += [{"role": "assistant", "content": None, "tool_calls": [{
-                          "id": f"call_{turn}", "type": "function",
-                          "function": {"name": "add", "arguments": json.dumps({"a": turn, "b": turn + 1})}}]},
-                     {"role": "tool", "tool_call_id": f"call_{turn}", "content": str(2 * turn + 1)}]
-    return messages
+TOOLS = [{"type": "function", "function": {"name": f"tool_{number}", "description": f"Tool number {number}: "
+          "combines two numbers and a label.", "parameters": {"type": "object", "properties": {
+              "a": {"type": "number", "description": "the first number"}, "b": {"type": "number"},
+              "label": {"type": "string", "enum": ["sum", "difference", "product"]}}, "required": ["a", "b"]}}}
+         for number in range(20)]
+CALL = json.dumps({"type": "tool_call", "tool": "tool_3", "arguments": {"a": 2, "b": 3}})
+QUESTION = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2 + 3?"}]
+ROWS = [("20 tools", {"tools": TOOLS}), ("20 tools, streamed", {"tools": TOOLS, "stream": True}),
+        ("no tools", {}), ("no tools, streamed", {"stream": True})]
 
 
-def asks_for_a_call(body: dict) -> bool:
-    """A request with tools, sent straight or through serve (then in the protocol's system prompt, without tools)."""
-    return "tools" in body or "exactly one JSON value" in str(body["messages"][0].get("content"))
+def answer(body: dict) -> str | dict:
+    """A tool call for a request with tools sent straight (as an upstream with tool calling of its own answers), the
+    protocol's action for one through serve (in the protocol's system prompt, without tools); a greeting for one
+    without."""
+    if "tools" in body:
+        return {"name": "tool_3", "arguments": {"a": 2, "b": 3}}
+    return CALL if "exactly one JSON value" in str(body["messages"][0].get("content")) else "Hello."
 
 
 def timed(client: openai.OpenAI, request: dict) -> float:
+    """Seconds until the whole answer is read (a stream to its end)."""
     started = time.perf_counter()
-    client.chat.completions.create(model="m", **request)
+    answered = client.chat.completions.create(model="m", messages=QUESTION, **request)
+    if request.get("stream"):
+        for _ in answered:
+            pass
     return time.perf_counter() - started
 
 
-async def in_process(count: int, rows: list) -> None:
-    """serve's own work per request, without the network: the app called in process (httpx2's ASGI transport)
-    in front of a model that answers at once."""
-    import httpx2
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used (Linux: /proc), NaN where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    from agent.models import Reply
-    from agent.serve.app import create_app
 
-    class Instant:
-        def complete(self, messages, **options):
-            return Reply(CALL if "exactly one JSON value" in messages[0]["content"] else "Hello.",
-                         usage={"prompt_tokens": 1, "completion_tokens": 1})
-
-    transport = httpx2.ASGITransport(app=create_app(Instant(), "m"))
-    async with httpx2.AsyncClient(transport=transport, base_url="http://serve") as client:
-        print(f"\n{'in process, instant model':<28} {'per request (ms)':>29}")
-        for label, request in rows:
-            times = []
-            for _ in range(count + 20):
-                started = time.perf_counter()
-                response = await client.post("/v1/chat/completions", json={"model": "m", **request})
-                times.append(time.perf_counter() - started)
-                assert response.status_code == 200, response.text
-            print(f"{label:<28} {statistics.median(times[20:]) * 1000:29.2f}")
+def compare(upstream_url: str, served_url: str, pid: int, count: int) -> None:
+    direct = openai.OpenAI(base_url=upstream_url, api_key="x", max_retries=0)
+    served = openai.OpenAI(base_url=served_url, api_key="x", max_retries=0)
+    for label, request in ROWS:
+        for _ in range(20):  # warm up: connections, imports, compiled validators, the kept translation
+            timed(direct, request), timed(served, request)
+        used = cpu_seconds(pid)
+        pairs = [(timed(direct, request), timed(served, request)) for _ in range(count)]
+        used = (cpu_seconds(pid) - used) / count * 1000
+        alone = statistics.median(a for a, _ in pairs) * 1000
+        through = statistics.median(b for _, b in pairs) * 1000
+        quartiles = statistics.quantiles([(b - a) * 1000 for a, b in pairs], n=4)
+        print(f"  {label:<22} {alone:9.2f} {through:10.2f} {quartiles[1]:8.2f}   {quartiles[0]:5.2f} to "
+              f"{quartiles[2]:<5.2f} {used:9.2f}")
+    direct.close(), served.close()
 
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    rows = [("tools, 1 message", {"messages": history(0)[1:], "tools": TOOLS}),
-            ("tools, 40 earlier calls", {"messages": history(40), "tools": TOOLS}),
-            ("no tools (passed through)", {"messages": history(0)[1:]})]
-    with ScriptedServer() as upstream:
-        upstream.answer_when(asks_for_a_call, CALL)
-        upstream.answer_when(lambda body: not asks_for_a_call(body), "Hello.")
-        with serving("--upstream-url", upstream.url, "--model", "m") as (url, _, _):
-            direct = openai.OpenAI(base_url=upstream.url, api_key="x", max_retries=0)
-            served = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
-            print(f"{'median per request (ms)':<28} {'upstream':>9} {'via serve':>10} {'added':>8}")
-            for label, request in rows:
-                for _ in range(20):  # warm up: connections, imports, compiled validators
-                    timed(direct, request), timed(served, request)
-                pairs = [(timed(direct, request), timed(served, request)) for _ in range(count)]
-                alone = statistics.median(a for a, _ in pairs) * 1000
-                through = statistics.median(b for _, b in pairs) * 1000
-                added = statistics.median(b - a for a, b in pairs) * 1000
-                print(f"{label:<28} {alone:9.2f} {through:10.2f} {added:8.2f}")
-    asyncio.run(in_process(count, rows))
+    if len(sys.argv) > 2:  # `python -m agent` finds the package of the folder it starts in first
+        os.chdir(sys.argv[2])
+    print(f"{'median per request (ms)':<24} {'upstream':>9} {'via serve':>10} {'added':>8}   added, quartiles "
+          f"{'serve CPU':>9}")
+    for title, kind in [("instant upstream", InstantUpstream), ("http.server-style upstream", SplitUpstream)]:
+        print(title)
+        with kind(answer) as upstream, serving("--upstream-url", upstream.url, "--model", "m") as (url, child, _):
+            compare(upstream.url, url, child.pid, count)
 
 
 if __name__ == "__main__":

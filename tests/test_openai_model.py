@@ -11,6 +11,7 @@ import pytest
 from agent.models import ModelError, Reply
 from agent.models.openai_compatible import OpenAIModel
 from tests.openai_server import ScriptedServer
+from tests.serve_support import InstantUpstream
 
 HELLO = [{"role": "user", "content": "hi there"}]
 FAST_RETRY = {"retry-after-ms": "10"}
@@ -79,6 +80,24 @@ def test_works_without_an_api_key_and_sends_a_given_one(server):
     assert make_model(server).complete(HELLO).content == "one"
     assert make_model(server, api_key="sk-test").complete(HELLO).content == "two"
     assert [r["headers"]["authorization"] for r in server.requests] == ["Bearer not-needed", "Bearer sk-test"]
+
+
+def test_the_headers_are_the_sdks_but_for_its_telemetry(server):
+    server.reply("ok")
+    make_model(server, api_key="sk-test").complete(HELLO)
+    headers = server.requests[0]["headers"]
+    assert headers["user-agent"].startswith("OpenAI/Python") and headers["content-type"] == "application/json"
+    assert headers["authorization"] == "Bearer sk-test" and headers["x-stainless-retry-count"] == "0"
+    assert [name for name in headers if name.startswith("x-stainless")] == ["x-stainless-retry-count"]
+
+
+def test_a_key_that_no_header_can_carry_is_said_so_before_anything_is_sent(server):
+    model = make_model(server, api_key="clé-secrète")
+    message = failure(model)
+    assert message == "the API key holds 'é', which no HTTP header can carry; check --api-key / AGENT_API_KEY"
+    with pytest.raises(ModelError, match="^the API key holds 'é'"):
+        model.list_models()
+    assert server.requests == []
 
 
 def test_rate_limit_waits_as_long_as_retry_after_says_then_succeeds(server):
@@ -321,3 +340,33 @@ def test_stopping_does_not_wait_for_a_sleeping_handler():
         client.join()
         started = time.monotonic()
     assert time.monotonic() - started < 1
+
+
+
+def test_connections_are_kept_between_calls_streamed_or_not():
+    """A streamed answer is read to its end, past its [DONE], so its connection goes back to the pool."""
+    with InstantUpstream(lambda body: "Hi.") as upstream:
+        model = OpenAIModel("m", base_url=upstream.url, max_retries=0)
+        for _ in range(3):
+            assert model.stream(HELLO, lambda text: None).content == "Hi."
+            assert model.complete(HELLO).content == "Hi."
+    assert upstream.connections == 1
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="the server's close must come with its answer")
+def test_a_kept_connection_the_server_closed_is_replaced_without_a_retry():
+    """The server closes each connection right after its first answer: the pool sees it closed and opens another."""
+    with InstantUpstream(lambda body: "Hi.", answers_per_connection=1, close_at_once=True) as upstream:
+        model = OpenAIModel("m", base_url=upstream.url, max_retries=0)
+        assert [model.complete(HELLO).content for _ in range(3)] == ["Hi."] * 3
+        assert model.stream(HELLO, lambda text: None).content == "Hi."
+    assert upstream.connections == 4  # one for each request
+
+
+def test_a_kept_connection_the_server_closes_as_the_request_comes_is_retried():
+    """A server whose keep-alive time runs out as a request comes closes it unanswered: a connection failure, which
+    the SDK retries on a new connection (after its backoff)."""
+    with InstantUpstream(lambda body: "Hi.", answers_per_connection=1) as upstream:
+        model = OpenAIModel("m", base_url=upstream.url, max_retries=1)
+        assert model.complete(HELLO).content == "Hi." == model.stream(HELLO, lambda text: None).content
+    assert upstream.connections == 2

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from tests.openai_server import ScriptedServer
-from tests.serve_support import serve_fixtures, serving
+from tests.serve_support import SplitUpstream, serve_fixtures, serving
 from tests.support import action, child_env
 
 pytest.importorskip("starlette")
@@ -192,6 +192,28 @@ def test_an_upstream_that_cannot_be_reached_is_a_502(client):
         with pytest.raises(openai.APIStatusError) as caught:
             gone.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
     assert caught.value.status_code == 502 and "cannot connect" in caught.value.message
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the delayed acknowledgement is Linux's")
+def test_an_upstream_that_writes_headers_and_body_apart_is_answered_without_a_stall():
+    """Python's http.server writes a response's headers and its body apart, with Nagle's algorithm on: the body
+    waits until the headers are acknowledged, which Linux delays by 40 ms at least on a connection kept open.
+    Serve's upstream connections acknowledge at once: its requests take far less than that (the median of a few)."""
+
+    def answer(body: dict) -> str:
+        return action("add", a=2, b=3) if "exactly one JSON value" in sent({"body": body})[0]["content"] else "Hi."
+
+    with SplitUpstream(answer) as upstream, serving("--upstream-url", upstream.url, "--model", "m") as (url, _, _):
+        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        for request in [{"tools": TOOLS}, {"tools": TOOLS, "stream": True}, {}, {"stream": True}]:
+            times = []
+            for _ in range(7):  # the first makes the connection, on which Linux acknowledges at once for a while
+                started = time.monotonic()
+                answered = client.chat.completions.create(model="m", messages=QUESTION, **request)
+                if request.get("stream"):
+                    list(answered)
+                times.append(time.monotonic() - started)
+            assert sorted(times)[3] < 0.03, (request, times)
 
 
 def test_the_models_list_names_the_served_model(client):

@@ -122,6 +122,10 @@ def test_a_server_that_answers_a_stream_request_whole_is_read_whole(server):
     ('data: {"error": {"message": "overloaded"}}\n\n', "endpoint answered with an error: overloaded"),
     ("data: not json\n\n", "an event of the stream is not JSON (not json)"),
     ('data: {"choices": [{"delta": {"content": 7}}]}\n\n', "in a chunk of the stream, choices[0].delta.content is a number"),
+    ('data: {"choices": [{"delta": {"content": "7"}}]}\n\ndata: {"choices": [{"delta": {"content": 7}}]}\n\n',
+     "in a chunk of the stream, choices[0].delta.content is a number"),  # after a valid chunk of another shape
+    ('data: {"usage": {"prompt_tokens": 7}}\n\ndata: {"usage": {"prompt_tokens": -7}}\n\n',
+     "in a chunk of the stream, usage.prompt_tokens: -7 is less than the minimum of 0"),  # a count of another sign
     ('data: {"choices": [{"delta": {"content": "cut"}}]}\n\n', "the stream from"),
     (": keep-alive\n\ndata: [DONE]\n\n", "the stream held no choice"),
 ])
@@ -130,6 +134,29 @@ def test_a_broken_stream_is_one_line_that_says_what_is_wrong(server, body, expec
     with pytest.raises(ModelError) as caught:
         model(server).stream(HELLO, lambda text: None)
     assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_chunks_of_one_shape_are_read_alike_however_deeply_they_nest(server):
+    """A chunk's shape is checked once (the shapes found valid are kept); one nested past what the shape can be made
+    of (a field no schema reads, 700 objects deep) is checked on its own, and read like any other."""
+    deep = '{"a": ' * 700 + "1" + "}" * 700
+    chunks = [{"choices": [{"index": 0, "delta": {"content": text}}]} for text in ("one", "two")]
+    body = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + \
+        'data: {"choices": [{"index": 0, "delta": {"content": " three", "x": ' + deep + '}, "finish_reason": "stop"}]}' \
+        "\n\ndata: [DONE]\n\n"
+    for _ in range(2):
+        server.respond(200, body, headers=SSE)
+        pieces: list = []
+        assert model(server).stream(HELLO, pieces.append).content == "onetwo three" == "".join(pieces)
+
+
+def test_an_upstream_that_sends_on_after_done_is_let_go_and_its_answer_stands(server):
+    """What follows [DONE] is read, to keep the connection, but not for long, and it cannot undo the answer."""
+    answer = 'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}\n\n'
+    server.endless(answer + "data: [DONE]\n\n", interval=0.02, headers=SSE)
+    started = time.monotonic()
+    assert model(server, timeout=3).stream(HELLO, lambda text: None).content == "hi"
+    assert time.monotonic() - started < 1
 
 
 def test_a_stream_keeps_the_deadline_and_the_size_cap(server):

@@ -6,14 +6,17 @@ except that a ``retry-after-ms`` or ``Retry-After`` header (seconds or HTTP date
 is waited exactly, one of 0 falls back to the backoff, and one above 120s stops the retrying at once.
 
 The request goes out through the client's plain ``post`` (the typed ``chat.completions.create`` walks the
-whole history on every call), and the answer is read here: within ``timeout`` seconds of sending, at most
-``MAX_RESPONSE_BYTES``, then checked against ``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer
-(``stream``) is read the same way, as server-sent events each checked against ``CHUNK_SCHEMA``, and assembled
-into the same completion.
+whole history on every call) to the whole URL, made once (a path is parsed and joined to the base URL on every
+call), without the SDK's X-Stainless telemetry headers (but for the retry count, read back for the messages).
+The answer is read here: within ``timeout`` seconds of sending, at most ``MAX_RESPONSE_BYTES``, then checked
+against ``COMPLETION_SCHEMA`` and read as plain dicts. A streamed answer (``stream``) is read the same way, as
+server-sent events each checked against ``CHUNK_SCHEMA`` (once per shape), and assembled into the same
+completion; what follows its [DONE] is read too, so that its connection is kept.
 """
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -31,6 +34,12 @@ from agent.tools.text import shorten
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 MIN_CONNECTIONS, MIN_KEEPALIVE = 100, 20  # httpx's own defaults: the pool is never smaller
 _SENT_AT = "agent.sent_at"
+DRAIN_SECONDS = 0.1  # to read the rest of a stream after its [DONE], as the SDK's async client gives it
+# the headers the SDK sends of itself and the machine, which no server needs: left out (each one is merged,
+# checked and written on every call)
+TELEMETRY = ("X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
+             "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Async", "X-Stainless-Read-Timeout")
+_LEFT_OUT: openai.RequestOptions = {"headers": {name: openai.Omit() for name in TELEMETRY}}  # per request
 
 _TEXT = {"type": ["string", "null"]}
 _COUNT = {"type": ["integer", "null"], "minimum": 0}
@@ -68,7 +77,11 @@ CHUNK_SCHEMA = {
         "usage": COMPLETION_SCHEMA["properties"]["usage"],
     },
 }
-_CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)
+_CHUNK_VALIDATOR = jsonschema.Draft202012Validator(CHUNK_SCHEMA)  # (no bound on a number but minimum 0: _shape)
+_VALID_SHAPES: set = set()  # of the chunks found valid (see _chunk), at most MAX_SHAPES
+MAX_SHAPES = 1024
+_ABSENT = object()
+_DECODER = json.JSONDecoder()
 
 
 class OpenAIModel:
@@ -88,6 +101,8 @@ class OpenAIModel:
         http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]}, limits=limits)
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "not-needed",
                                     timeout=timeout, max_retries=max_retries, http_client=http_client)
+        base = self.client.base_url  # (with a trailing slash)
+        self.url = str(base.copy_with(raw_path=base.raw_path + b"chat/completions"))  # as the SDK joins a path
 
     def complete(self, messages: list[dict], **options) -> Reply:
         response = self._post(self._request(messages, options))
@@ -119,10 +134,14 @@ class OpenAIModel:
 
     def _post(self, request: dict) -> httpx2.Response:
         try:
-            return self.client.post("/chat/completions", content=_json_bytes(request), cast_to=httpx2.Response,
-                                    stream=True)
+            response = self.client.post(self.url, content=_json_bytes(request), cast_to=httpx2.Response, stream=True,
+                                        options=_LEFT_OUT)
         except openai.APIError as err:
             raise self._error(err, constrained="response_format" in request, streamed="stream" in request) from err
+        except UnicodeEncodeError as err:  # the SDK encodes the headers outside what it turns into its errors
+            raise _unsendable_key(err) from None
+        _acknowledge_at_once(response)
+        return response
 
     def _body(self, response: httpx2.Response) -> Generator[bytes, None, None]:
         """The body piece by piece, unless it takes past ``timeout`` since sending or grows past
@@ -156,6 +175,7 @@ class OpenAIModel:
             for data in _events(body):
                 if data.strip() == b"[DONE]":
                     done = True
+                    _drain(body)
                     break
                 chunk = self._chunk(data)
                 usage = chunk.get("usage") or usage
@@ -187,18 +207,35 @@ class OpenAIModel:
         return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
 
     def _chunk(self, data: bytes) -> dict:
-        """One event's data as a completion chunk, or a ModelError naming what is wrong with it."""
-        return self._read(data, _CHUNK_VALIDATOR, "an event of the stream", "in a chunk of the stream, ")
+        """One event's data as a completion chunk, or a ModelError naming what is wrong with it. CHUNK_SCHEMA says
+        nothing of a string but that it is one, and nothing of the fields besides choices and usage, so a chunk of
+        the same shape as one found valid (``_chunk_shape``) is valid too and is not checked again: chunks come in
+        a handful of shapes (the role, the content's pieces, a call's name, its arguments' pieces, the end), and
+        jsonschema takes some 40 us a chunk."""
+        chunk = self._read(data, None, "an event of the stream", "", loads=_utf8_json)
+        try:
+            shape = _chunk_shape(chunk)
+        except RecursionError:  # nested deeper than the shape can be made (json.loads goes deeper): checked alone
+            shape = None
+        if shape is None or shape not in _VALID_SHAPES:
+            self._read(data, _CHUNK_VALIDATOR, "an event of the stream", "in a chunk of the stream, ", chunk)
+            if len(_VALID_SHAPES) >= MAX_SHAPES:
+                _VALID_SHAPES.clear()
+            if shape is not None:
+                _VALID_SHAPES.add(shape)
+        return chunk
 
     def _completion(self, body: bytes) -> dict:
         """The body as a chat completion, or a ModelError naming what is wrong with it."""
         return self._read(body, _VALIDATOR, "the body", "")
 
-    def _read(self, raw: bytes, validator, what: str, where: str) -> dict:
-        """``raw`` as JSON that ``validator`` accepts; an error the endpoint sent instead, or JSON of another
-        shape, is a ModelError (``what`` names the text in the message, ``where`` prefixes a shape fault)."""
+    def _read(self, raw: bytes, validator, what: str, where: str, data: Any = None,
+              loads: Callable[[bytes], Any] = json.loads) -> dict:
+        """``raw`` read by ``loads`` (or ``data``, when it is read already) as JSON that ``validator`` accepts
+        (None: not checked); an error the endpoint sent instead, or JSON of another shape, is a ModelError (``what``
+        names the text in the message, ``where`` prefixes a shape fault)."""
         try:
-            data = json.loads(raw)
+            data = loads(raw) if data is None else data
         except (ValueError, RecursionError):
             text = raw[:200].decode("utf-8", "replace")
             raise self._not_a_completion(f"{what} is not JSON ({_short(text, 80) or 'empty'})") from None
@@ -206,7 +243,7 @@ class OpenAIModel:
         if error:
             message = error.get("message") if isinstance(error, dict) else None
             raise ModelError(f"endpoint answered with an error: {_short(str(message or error))}")
-        fault = jsonschema.exceptions.best_match(validator.iter_errors(data))
+        fault = jsonschema.exceptions.best_match(validator.iter_errors(data)) if validator is not None else None
         if fault is not None:
             raise self._not_a_completion(where + _describe(fault))
         return data
@@ -234,6 +271,8 @@ class OpenAIModel:
             return sorted(m.id for m in self.client.models.list())
         except openai.APIError as err:
             raise self._error(err, constrained=False) from err
+        except UnicodeEncodeError as err:
+            raise _unsendable_key(err) from None
 
     def _too_slow(self) -> ModelError:
         return ModelError(f"no complete answer from {self.base_url} within {self.timeout:g}s; "
@@ -285,21 +324,85 @@ class OpenAIModel:
 
 def _events(body: Iterator[bytes]) -> Iterator[bytes]:
     """The data of each server-sent event in ``body`` (a comment or another field is skipped), as it completes."""
-    pending, data = bytearray(), list[bytes]()
+    partial: list[bytes] = []  # the pieces of a line not complete yet
+    data: list[bytes] = []  # the data lines of the event so far
     for chunk in body:
-        searched = len(pending)
-        pending += chunk
-        while (end := pending.find(b"\n", searched)) >= 0:
-            line = bytes(pending[:end]).rstrip(b"\r")
-            del pending[:end + 1]
-            searched = 0
-            if not line and data:
-                yield b"\n".join(data)
-                data = []
+        if b"\n" not in chunk:
+            partial.append(chunk)
+            continue
+        lines = (b"".join(partial) + chunk if partial else chunk).split(b"\n")
+        partial = [lines.pop()]
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line:
+                if data:
+                    yield b"\n".join(data)
+                    data = []
             elif line.startswith(b"data:"):
                 data.append(line[5:].removeprefix(b" "))
     if data:
         yield b"\n".join(data)
+
+
+def _drain(body: Iterator[bytes]) -> None:
+    """The rest of a stream after its [DONE] read, which gives its connection back to the pool for the next call
+    (closed before its end, it is closed): as the SDK's async client does, for DRAIN_SECONDS at most once a piece
+    has come (a server that sends on after it is let go), and what fails then does not undo the answer."""
+    until = time.monotonic() + DRAIN_SECONDS
+    try:
+        for _ in body:
+            if time.monotonic() > until:
+                return
+    except ModelError:
+        pass
+
+
+def _utf8_json(data: bytes) -> Any:
+    """JSON text in UTF-8, as an event stream's data always is (json.loads looks for UTF-16 and 32 first)."""
+    return _DECODER.decode(data.decode("utf-8", "surrogatepass"))
+
+
+def _chunk_shape(chunk: object) -> tuple | type:
+    """What CHUNK_SCHEMA looks at in a chunk: its choices and usage, or what it is instead of an object."""
+    if isinstance(chunk, dict):
+        return dict, _shape(chunk.get("choices", _ABSENT)), _shape(chunk.get("usage", _ABSENT))
+    return _shape(chunk)
+
+
+def _shape(value: Any) -> tuple | type:
+    """A JSON value with every string as ``str`` and every whole number as its sign: the same keys, lists, other
+    numbers, booleans and nulls. CHUNK_SCHEMA asks no more of a whole number than its sign (a count's minimum of
+    0), so that a usage chunk's shape does not change with its counts."""
+    kind = type(value)  # (json.loads makes no subclasses)
+    if kind is str:
+        return str
+    if kind is int:
+        return int, value >= 0
+    if kind is dict:
+        return dict, *[(key, _shape(item)) for key, item in value.items()]
+    if kind is list:
+        return list, *map(_shape, value)
+    return kind, value  # (True == 1: the type tells them apart)
+
+
+def _acknowledge_at_once(response: httpx2.Response) -> None:
+    """Acknowledge what the server sends at once, not 40 ms later: a server that writes the headers and the body
+    separately with Nagle's algorithm on (Python's http.server) holds the body until the headers are acknowledged,
+    and on a connection kept open Linux delays the acknowledgement (TCP_QUICKACK, Linux only, lasts until this
+    side sends again: set for each response)."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        except OSError:
+            pass
+
+
+def _unsendable_key(err: UnicodeEncodeError) -> ModelError:
+    """The key is the one header text given: one that is not ASCII cannot be sent."""
+    return ModelError(f"the API key holds {err.object[err.start:err.end]!r}, which no HTTP header can carry; "
+                      "check --api-key / AGENT_API_KEY")
 
 
 def _stamp_sent_at(request: httpx2.Request) -> None:

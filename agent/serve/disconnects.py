@@ -3,6 +3,7 @@ for it stopped at the upstream's next piece of answer. The upstream's response i
 its own client leaving (a server that watches its clients stops generating); no call or re-ask starts after."""
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import closing
@@ -41,24 +42,18 @@ class Cancellable:
 async def while_connected(receive: Callable, work: Callable[..., T], *args: Any) -> T:
     """``work(*args, gone)`` in a worker thread, while the client's messages are watched: ``gone`` (an Event) is set
     when it disconnects, for ``work`` to stop at its next check (raising ClientGone). Call once the body is read."""
-    gone, failure = threading.Event(), None
+    gone = threading.Event()
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
         gone.set()
 
-    async with anyio.create_task_group() as watching:  # (what the work raises is raised as it is, not grouped)
-        watching.start_soon(watch)
-        try:
-            result = await anyio.to_thread.run_sync(work, *args, gone)  # type: ignore[arg-type]  # gone comes last
-        except Exception as error:
-            failure = error
-        finally:
-            watching.cancel_scope.cancel()
-    if failure is not None:
-        raise failure
-    return result
+    watching = asyncio.ensure_future(watch())  # a task of its own, not a task group: 4 us against 75 us a request
+    try:
+        return await anyio.to_thread.run_sync(work, *args, gone)  # type: ignore[arg-type]  # gone comes last
+    finally:
+        watching.cancel()
 
 
 def gathered(pieces: Generator[bytes, None, None], gone: threading.Event) -> bytes:
