@@ -227,6 +227,9 @@ def _extract(text: str | None, joinable: bool = True) -> _Found:
     """
     if not text or not text.strip():
         raise ParseError("no_json", "the reply was empty")
+    whole = _whole_action(text) if _THINK_TAG.search(text) else None
+    if whole is not None:
+        return whole
     text = _strip_reasoning(text)
     if not text.strip():
         raise ParseError("no_json", "no JSON object found in the reply (only <think> reasoning)")
@@ -261,6 +264,16 @@ def _extract(text: str | None, joinable: bool = True) -> _Found:
         except json.JSONDecodeError:
             pass
     raise ParseError("no_json", "no JSON object found in the reply")
+
+
+def _whole_action(text: str) -> _Found | None:
+    """The reply as it is, when it is one JSON action and nothing else: a reasoning tag is then text in one of its
+    strings ({"answer": "<think> is a tag"}), not reasoning to drop."""
+    try:
+        value = _loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return _Found(value, [], 0, len(text)) if _is_action(value) else None
 
 
 def _scan(text: str) -> tuple[list[_Found], tuple | None]:

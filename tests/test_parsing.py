@@ -546,3 +546,11 @@ def test_a_tool_name_that_is_not_a_string_is_a_schema_error(tool):
     with pytest.raises(ParseError) as caught:
         parse_action(reply, SCHEMA)
     assert caught.value.kind == "schema" and "must be the name of a tool" in caught.value.message
+
+
+@pytest.mark.parametrize("answer", ["<THINK>", "a <think> b </think> c", "</thinking> then", "<think>"])
+def test_a_reasoning_tag_inside_an_answer_is_text_not_reasoning(answer):
+    """Found by hypothesis (tests/test_streaming.py): the tag was cut out of the JSON string, breaking it."""
+    value = {"type": "final", "answer": answer}
+    assert parse_action(json.dumps(value), SCHEMA).value == value
+    assert parse_action(f'<think>{answer}</think>{FINAL}', SCHEMA).value == json.loads(FINAL)  # a block before it
