@@ -115,9 +115,11 @@ class PromptProtocol:
         tools = list(self.registry)
         own = next((t for t in tools if t.example), None)
         example = _worked_example(own) if own else _neutral_example(tools)
-        return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
-                              names=", ".join(t.name for t in tools) or "(none)",
-                              example=example).rstrip() + "\n" + (f"\n{self.rules}" if self.rules else "")
+        hints = _hints(tools)
+        return prompts.render("prompt_protocol", example=example.rstrip(), names=", ".join(t.name for t in tools)
+                              or "(none)", tools=self.registry.describe(),
+                              hints=f"Notes on the tools:\n{hints}" if hints else "",
+                              ).rstrip() + "\n" + (f"\n{self.rules}" if self.rules else "")
 
     def answer_reader(self) -> FinalAnswerReader | Unshown:
         """What shows a reply's answer as it streams in: the final action's answer field (nothing of an answer
