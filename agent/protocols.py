@@ -1,7 +1,8 @@
 """The two ways of asking a model for actions: a JSON protocol in the prompt, or native tool calls.
 
-Both give the loop the same six things (``ActionProtocol``): a name, the system prompt, the request options, a
-reader of a streaming reply's answer, a parsed turn for each reply, and the messages that carry tool results back.
+Both give the loop the same seven things (``ActionProtocol``): a name, the system prompt, the request options, a
+reader of a streaming reply's answer, a parsed turn for each reply, a second look at a usable one, and the
+messages that carry tool results back.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from agent import prompts
 from agent.models import Reply, tool_call
 from jsonschema import Draft202012Validator
 
+from agent.grounding import said, second_look
 from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action, parse_answer
 from agent.streaming import AnswerReader, ContentReader, FinalAnswerReader, Unshown
 from agent.text import scrub
@@ -73,6 +75,10 @@ class ActionProtocol(Protocol):
 
     def parse(self, reply: Reply) -> Turn: ...
 
+    def review(self, turn: Final | Step, history: list[dict]) -> Reask | None:
+        """A second look at a usable reply in its conversation: a re-ask to send back once, or None."""
+        ...
+
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
         """The messages that give the calls' ``outputs`` back to the model, in order."""
         ...
@@ -90,7 +96,7 @@ class PromptProtocol:
         ``parallel`` false allows one call per reply. Both change the schema, so the constraint too.
         ``output_schema`` (a JSON Schema without $refs): the final answer is a JSON value valid against it, not
         a text; the final action carries it, so the schema and the constraint hold it too."""
-        self.registry = registry
+        self.registry, self.parallel = registry, parallel
         self.output_schema = output_schema
         tools = registry.parameters()
         if choice == "none":
@@ -111,15 +117,35 @@ class PromptProtocol:
             }
 
     def system_prompt(self) -> str:
-        """The protocol, the offered tools' documentation, their own rules and a worked example."""
+        """The protocol and a worked example, then the offered tools' documentation and their own notes: all that
+        comes before the tools is the same for any tools that bring no example, so a prompt cache keeps it.
+
+        The reply forms are shown as the example writes calls. Tools with a worked example of their own (the
+        built-in ones) get three forms, a single call among them; others get a neutral example that sends two
+        independent calls together, and two forms, calls always as an array, so that a call can be followed by
+        another in the same reply (the grammar and the parser still take a single call)."""
         tools = list(self.registry)
         own = next((t for t in tools if t.example), None)
-        example = _worked_example(own) if own else _neutral_example(tools)
+        batch = self._batch()
+        example = _worked_example(own) if own else _neutral_example(tools, batch)
+        forms = "calls" if batch else "call"
         hints = _hints(tools)
-        return prompts.render("prompt_protocol", example=example.rstrip(), names=", ".join(t.name for t in tools)
-                              or "(none)", tools=self.registry.describe(),
+        return prompts.render("prompt_protocol", forms=prompts.load(f"forms_{forms}"),
+                              several=prompts.load(f"several_{forms}"), example=example.rstrip(),
+                              names=", ".join(t.name for t in tools) or "(none)", tools=self.registry.describe(),
                               hints=f"Notes on the tools:\n{hints}" if hints else "",
                               ).rstrip() + "\n" + (f"\n{self.rules}" if self.rules else "")
+
+    def written(self, calls: list[ToolCall]) -> str:
+        """``calls`` as a reply that makes them is written in the forms this prompt shows (a single call as an
+        object, unless calls are shown as an array): how a conversation's earlier calls are given back."""
+        actions = [{"type": "tool_call", "tool": c.tool, "arguments": c.arguments} for c in calls]
+        return json.dumps(actions if len(actions) > 1 or self._batch() else actions[0], ensure_ascii=False)
+
+    def _batch(self) -> bool:
+        """Whether the prompt shows calls always as an array: tools with no worked example of their own, several
+        calls to a reply allowed."""
+        return self.parallel and not any(t.example for t in self.registry)
 
     def answer_reader(self) -> FinalAnswerReader | Unshown:
         """What shows a reply's answer as it streams in: the final action's answer field (nothing of an answer
@@ -141,6 +167,14 @@ class PromptProtocol:
             return Final(answer, message, parsed.repairs)
         actions = value if isinstance(value, list) else [value]
         return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
+
+    def review(self, turn: Final | Step, history: list[dict]) -> Reask | None:
+        """Calls none of whose values the user or a tool result gave (agent.grounding): most likely made up for a
+        task no offered tool does. They are not run; the model is asked once to send them again, or to answer."""
+        if not isinstance(turn, Step):
+            return None
+        note = second_look(turn.calls, self.registry, said(history))
+        return Reask("made_up", note, [turn.message, {"role": "user", "content": note}]) if note else None
 
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
         if len(calls) == 1:
@@ -188,11 +222,14 @@ def _worked_example(tool) -> str:
 NEUTRAL_TOOL = "count_letters"  # the tool of the example for tools that bring none
 
 
-def _neutral_example(tools) -> str:
-    """For tools with no example of their own: one with a tool that is not offered, first declining a task it
-    does not do, then calling it for one it does, though the answer is easy to know (as choosing among unseen
-    tools, the model had answered such questions itself). Left out if an offered tool has its name."""
-    return "" if any(t.name == NEUTRAL_TOOL for t in tools) else prompts.load("example_neutral")
+def _neutral_example(tools, batch: bool = True) -> str:
+    """For tools with no example of their own: one with a tool that is not offered, first declining a near miss,
+    a task it does not do, then calling it where it does, though the answer is easy to know (as choosing among
+    unseen tools, the model had answered such questions itself): twice at once, or with ``batch`` false (one
+    call per reply) once. Left out if an offered tool has its name."""
+    if any(t.name == NEUTRAL_TOOL for t in tools):
+        return ""
+    return prompts.load("example_neutral" if batch else "example_neutral_one")
 
 
 ANY_JSON = ["string", "number", "boolean", "object", "array", "null"]
@@ -308,6 +345,11 @@ class NativeProtocol:
             problem = "; ".join(e.removeprefix("error: ") for e in errors)
             return Reask(calls[0].error_kind or "", problem, [message] + self.results(calls, errors))
         return Step(calls, message)
+
+    def review(self, turn: Final | Step, history: list[dict]) -> Reask | None:
+        """None: native tool calls are taken as the model's API gives them (the comparison of the two protocols
+        is of what each does)."""
+        return None
 
     def _call(self, item: object, default_id: str) -> tuple[ToolCall, str]:
         """The call with its arguments decoded and checked (or the error to answer it with), and its
