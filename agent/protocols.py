@@ -1,8 +1,7 @@
 """The two ways of asking a model for actions: a JSON protocol in the prompt, or native tool calls.
 
-Both give the loop the same seven things (``ActionProtocol``): a name, the system prompt, the request options, a
-reader of a streaming reply's answer, a parsed turn for each reply, a second look at a usable one, and the
-messages that carry tool results back.
+Both give the loop the same six things (``ActionProtocol``): a name, the system prompt, the request options, a
+reader of a streaming reply's answer, a parsed turn for each reply, and the messages that carry tool results back.
 """
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from agent import prompts
 from agent.models import Reply, tool_call
 from jsonschema import Draft202012Validator
 
-from agent.grounding import said, second_look
 from agent.parsing import MAX_BATCH, ParseError, action_schema, load_json, parse_action, parse_answer
 from agent.streaming import AnswerReader, ContentReader, FinalAnswerReader, Unshown
 from agent.text import scrub
@@ -74,10 +72,6 @@ class ActionProtocol(Protocol):
         ...
 
     def parse(self, reply: Reply) -> Turn: ...
-
-    def review(self, turn: Final | Step, history: list[dict]) -> Reask | None:
-        """A second look at a usable reply in its conversation: a re-ask to send back once, or None."""
-        ...
 
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
         """The messages that give the calls' ``outputs`` back to the model, in order."""
@@ -167,14 +161,6 @@ class PromptProtocol:
             return Final(answer, message, parsed.repairs)
         actions = value if isinstance(value, list) else [value]
         return Step([ToolCall(a["tool"], a["arguments"]) for a in actions], message, parsed.repairs)
-
-    def review(self, turn: Final | Step, history: list[dict]) -> Reask | None:
-        """Calls none of whose values the user or a tool result gave (agent.grounding): most likely made up for a
-        task no offered tool does. They are not run; the model is asked once to send them again, or to answer."""
-        if not isinstance(turn, Step):
-            return None
-        note = second_look(turn.calls, self.registry, said(history))
-        return Reask("made_up", note, [turn.message, {"role": "user", "content": note}]) if note else None
 
     def results(self, calls: list[ToolCall], outputs: list[str]) -> list[dict]:
         if len(calls) == 1:
@@ -345,11 +331,6 @@ class NativeProtocol:
             problem = "; ".join(e.removeprefix("error: ") for e in errors)
             return Reask(calls[0].error_kind or "", problem, [message] + self.results(calls, errors))
         return Step(calls, message)
-
-    def review(self, turn: Final | Step, history: list[dict]) -> Reask | None:
-        """None: native tool calls are taken as the model's API gives them (the comparison of the two protocols
-        is of what each does)."""
-        return None
 
     def _call(self, item: object, default_id: str) -> tuple[ToolCall, str]:
         """The call with its arguments decoded and checked (or the error to answer it with), and its

@@ -61,12 +61,8 @@ class Replies:
         self.sent: Sent | None = None  # the latest request whose response reported its usage
 
     def next(self, history: list[dict]) -> Final | Step:
-        reviewed = False  # the protocol's second look at a usable reply, once a turn
         while True:
             turn = self.protocol.parse(self._complete(history))
-            if not (isinstance(turn, Reask) or reviewed):
-                reviewed = True
-                turn = self.protocol.review(turn, history) or turn
             if not isinstance(turn, Reask):
                 self.attempts, self.unusable = [], 0
                 if turn.repairs:

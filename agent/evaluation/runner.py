@@ -72,7 +72,6 @@ class FirstReply:
     def __init__(self, protocol):
         self.protocol, self.name, self.options = protocol, protocol.name, protocol.options
         self.calls: list[dict] = []
-        self.step: Step | None = None  # the last reply's calls, as the wrapped protocol read them
 
     def system_prompt(self) -> str:
         return self.protocol.system_prompt()
@@ -82,17 +81,12 @@ class FirstReply:
 
     def parse(self, reply):
         turn = self.protocol.parse(reply)
-        self.step = turn if isinstance(turn, Step) else None
         self.calls = []  # the calls of the reply that ends the run, not of one re-asked before it
         if not isinstance(turn, Step):
             return turn
         self.calls = [{"tool": c.tool, "arguments": c.arguments, "ok": c.error is None} for c in turn.calls]
         answer = json.dumps([{"tool": c.tool, "arguments": c.arguments} for c in turn.calls], ensure_ascii=False)
         return Final(answer, turn.message, turn.repairs)
-
-    def review(self, turn, history):
-        """The wrapped protocol's second look, at the calls the reply made (which ``parse`` made the answer)."""
-        return self.protocol.review(self.step or turn, history)
 
     def results(self, calls, outputs):
         return self.protocol.results(calls, outputs)
