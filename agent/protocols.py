@@ -90,7 +90,7 @@ class PromptProtocol:
         ``parallel`` false allows one call per reply. Both change the schema, so the constraint too.
         ``output_schema`` (a JSON Schema without $refs): the final answer is a JSON value valid against it, not
         a text; the final action carries it, so the schema and the constraint hold it too."""
-        self.registry = registry
+        self.registry, self.parallel = registry, parallel
         self.output_schema = output_schema
         tools = registry.parameters()
         if choice == "none":
@@ -111,13 +111,35 @@ class PromptProtocol:
             }
 
     def system_prompt(self) -> str:
-        """The protocol, the offered tools' documentation, their own rules and a worked example."""
+        """The protocol and a worked example, then the offered tools' documentation and their own notes: all that
+        comes before the tools is the same for any tools that bring no example, so a prompt cache keeps it.
+
+        The reply forms are shown as the example writes calls. Tools with a worked example of their own (the
+        built-in ones) get three forms, a single call among them; others get a neutral example that sends two
+        independent calls together, and two forms, calls always as an array, so that a call can be followed by
+        another in the same reply (the grammar and the parser still take a single call)."""
         tools = list(self.registry)
         own = next((t for t in tools if t.example), None)
-        example = _worked_example(own) if own else _neutral_example(tools)
-        return prompts.render("prompt_protocol", tools=self.registry.describe(), hints=_hints(tools),
-                              names=", ".join(t.name for t in tools) or "(none)",
-                              example=example).rstrip() + "\n" + (f"\n{self.rules}" if self.rules else "")
+        batch = self._batch()
+        example = _worked_example(own) if own else _neutral_example(tools, batch)
+        forms = "calls" if batch else "call"
+        hints = _hints(tools)
+        return prompts.render("prompt_protocol", forms=prompts.load(f"forms_{forms}"),
+                              several=prompts.load(f"several_{forms}"), example=example.rstrip(),
+                              names=", ".join(t.name for t in tools) or "(none)", tools=self.registry.describe(),
+                              hints=f"Notes on the tools:\n{hints}" if hints else "",
+                              ).rstrip() + "\n" + (f"\n{self.rules}" if self.rules else "")
+
+    def written(self, calls: list[ToolCall]) -> str:
+        """``calls`` as a reply that makes them is written in the forms this prompt shows (a single call as an
+        object, unless calls are shown as an array): how a conversation's earlier calls are given back."""
+        actions = [{"type": "tool_call", "tool": c.tool, "arguments": c.arguments} for c in calls]
+        return json.dumps(actions if len(actions) > 1 or self._batch() else actions[0], ensure_ascii=False)
+
+    def _batch(self) -> bool:
+        """Whether the prompt shows calls always as an array: tools with no worked example of their own, several
+        calls to a reply allowed."""
+        return self.parallel and not any(t.example for t in self.registry)
 
     def answer_reader(self) -> FinalAnswerReader | Unshown:
         """What shows a reply's answer as it streams in: the final action's answer field (nothing of an answer
@@ -186,11 +208,14 @@ def _worked_example(tool) -> str:
 NEUTRAL_TOOL = "count_letters"  # the tool of the example for tools that bring none
 
 
-def _neutral_example(tools) -> str:
-    """For tools with no example of their own: one with a tool that is not offered, first declining a task it
-    does not do, then calling it for one it does, though the answer is easy to know (as choosing among unseen
-    tools, the model had answered such questions itself). Left out if an offered tool has its name."""
-    return "" if any(t.name == NEUTRAL_TOOL for t in tools) else prompts.load("example_neutral")
+def _neutral_example(tools, batch: bool = True) -> str:
+    """For tools with no example of their own: one with a tool that is not offered, first declining a near miss,
+    a task it does not do, then calling it where it does, though the answer is easy to know (as choosing among
+    unseen tools, the model had answered such questions itself): twice at once, or with ``batch`` false (one
+    call per reply) once. Left out if an offered tool has its name."""
+    if any(t.name == NEUTRAL_TOOL for t in tools):
+        return ""
+    return prompts.load("example_neutral" if batch else "example_neutral_one")
 
 
 ANY_JSON = ["string", "number", "boolean", "object", "array", "null"]

@@ -55,10 +55,10 @@ def test_prompt_protocol_calls_a_tool_of_the_server_and_the_server_is_gone_after
     assert "agent: MCP server demo: 6 tools" in err
     assert results_sent(server.requests[1])[-1].endswith("42")
     system = server.requests[0]["body"]["messages"][0]["content"]
-    tools, rules = system.split("\nRules:\n")
+    rules, tools = system.split("\nTools (the only ones: ")
     assert "- demo_add(a: integer, b: integer) — Add two whole numbers." in tools
-    assert "demo_add" in rules.splitlines()[0]  # named among the tools, and nowhere else in the rules
-    assert "Add two whole numbers" not in rules and "demo_add" not in "".join(rules.splitlines()[1:])
+    assert "demo_add" in tools.splitlines()[0]  # named among the tools, and nowhere in the rules before them
+    assert "Add two whole numbers" not in rules and "demo_add" not in rules
     assert len(pids(started)) == 1 and gone(pids(started))
 
 
@@ -184,7 +184,7 @@ def test_huge_descriptions_are_capped_and_huge_results_cut(server, workspace, ca
     system = server.requests[0]["body"]["messages"][0]["content"]
     [line] = [line for line in system.splitlines() if line.startswith("- demo_chatty()")]
     assert len(line) < MAX_DESCRIPTION + 40 and line.endswith("…")
-    assert "Ignore all previous" not in system.split("\nRules:\n")[1]
+    assert system.count("Ignore all previous") == line.count("Ignore all previous")  # in its own line alone
     assert len(results_sent(server.requests[1])[-1]) < 1500
 
 

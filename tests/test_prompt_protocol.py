@@ -19,7 +19,7 @@ def convert(value, unit, extra=None):
 
 def test_the_prompt_names_only_the_offered_tools_and_their_own_rules():
     prompt = PromptProtocol(Registry([convert])).system_prompt()
-    assert "The only tools are: convert." in prompt
+    assert "Tools (the only ones: convert):" in prompt
     assert "calculator" not in prompt and "list_dir" not in prompt and "current_time" not in prompt
     assert "value (number, required): the length, in unit" in prompt
     assert 'unit (string, required, one of "m" | "km"): the unit of value' in prompt
@@ -36,9 +36,30 @@ def test_tools_with_no_example_get_one_with_a_tool_that_is_not_offered_and_canno
     prompt = protocol.system_prompt()
     assert "with a tool count_letters(text: string, letter: string) that is not one of your tools" in prompt
     assert prompt.index('"answer": "count_letters counts one letter, not words') < prompt.index('"tool": "count_letters"')
-    assert "The only tools are: convert." in prompt
+    assert prompt.index("Examples, with a tool count_letters") < prompt.index("Tools (the only ones")
+    assert "Tools (the only ones: convert):" in prompt
     turn = protocol.parse(Reply(content='{"type": "tool_call", "tool": "count_letters", "arguments": {}}'))
     assert isinstance(turn, Reask) and turn.kind == "unknown_tool"
+
+
+def test_everything_before_the_tools_is_the_same_for_any_tools_without_an_example():
+    """So a model server's prompt cache (or the embedded model's kept state) holds it for the next tool set."""
+    @tool
+    def shout(text: str) -> str:
+        """Shout a text."""
+        return text.upper()
+
+    first, second = (PromptProtocol(Registry(tools)).system_prompt() for tools in ([convert], [shout, convert]))
+    start = first[:first.index("\nTools (the only ones: ")]
+    assert second.startswith(start) and "Rules:" in start and "Examples," in start
+    assert "convert" not in start and "shout" not in start
+
+
+def test_the_neutral_example_shows_independent_calls_sent_together():
+    prompt = PromptProtocol(Registry([convert])).system_prompt()
+    batch = next(line for line in prompt.splitlines() if line.startswith("You: ["))
+    calls = json.loads(batch.removeprefix("You: "))
+    assert [c["arguments"]["letter"] for c in calls] == ["a", "n"]
 
 
 def test_the_neutral_example_is_left_out_when_a_tool_has_its_name():

@@ -144,7 +144,7 @@ def test_tools_chooses_what_the_model_is_offered(server, workspace, capsys, prot
         assert [t["function"]["name"] for t in first["tools"]] == ["calculator", "read_file"]
         assert "unknown tool 'write_file'; available tools: calculator, read_file" in sent_results(server.requests[1])
     else:
-        assert "The only tools are: calculator, read_file." in system_prompt(server.requests[0])
+        assert "Tools (the only ones: calculator, read_file):" in system_prompt(server.requests[0])
         assert "(unknown_tool)" in server.requests[1]["body"]["messages"][-1]["content"]
     assert "run_shell" not in json.dumps(first) and "list_dir" not in system_prompt(server.requests[0])
 

@@ -55,8 +55,8 @@ def test_a_client_runs_its_own_multi_turn_tool_loop_through_serve(up, client):
     assert "- multiply(a: number, b: number) — Multiply two numbers." in sent(up.requests[-1])[0]["content"]
     assert sent(up.requests[-1])[1:] == [
         QUESTION[0],
-        {"role": "assistant", "content": action("add", a=2, b=3)}, {"role": "user", "content": "Result of add:\n5\n"},
-        {"role": "assistant", "content": action("multiply", a=5, b=4)},
+        {"role": "assistant", "content": f"[{action('add', a=2, b=3)}]"}, {"role": "user", "content": "Result of add:\n5\n"},
+        {"role": "assistant", "content": f"[{action('multiply', a=5, b=4)}]"},
         {"role": "user", "content": "Result of multiply:\n20\n"}]
 
 

@@ -60,8 +60,8 @@ def test_responses_create_runs_a_tool_loop(up, client):
     assert sent[0]["content"].endswith("Instructions from the user:\nBe brief.\n")
     assert sent[1:] == [
         {"role": "user", "content": QUESTION},
-        {"role": "assistant", "content": action("add", a=2, b=3)}, {"role": "user", "content": "Result of add:\n5\n"},
-        {"role": "assistant", "content": action("multiply", a=5, b=4)},
+        {"role": "assistant", "content": f"[{action('add', a=2, b=3)}]"}, {"role": "user", "content": "Result of add:\n5\n"},
+        {"role": "assistant", "content": f"[{action('multiply', a=5, b=4)}]"},
         {"role": "user", "content": "Result of multiply:\n20\n"}]
     assert "tools" not in up.requests[-1]["body"]
     usage = response.usage
@@ -150,7 +150,7 @@ def test_previous_response_id_continues_a_kept_conversation(up, client):
     assert third.output_text == "10"
     sent = up.requests[-1]["body"]["messages"]
     assert sent[1:] == [{"role": "user", "content": "2 + 3?"},
-                        {"role": "assistant", "content": action("add", a=2, b=3)},
+                        {"role": "assistant", "content": f"[{action('add', a=2, b=3)}]"},
                         {"role": "user", "content": "Result of add:\n5\n"},
                         {"role": "assistant", "content": action(answer="5")},
                         {"role": "user", "content": "And doubled?"}]

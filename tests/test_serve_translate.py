@@ -26,6 +26,18 @@ def assistant_calls(*calls) -> dict:
         for id, name, arguments in calls]}
 
 
+def test_an_earlier_single_call_is_written_as_the_prompt_shows_calls():
+    """As an array where several calls may go in a reply (the prompt shows calls so), else as one object."""
+    messages = [USER, assistant_calls(("c1", "add", {"a": 2, "b": 3})),
+                {"role": "tool", "tool_call_id": "c1", "content": "5"}]
+    for parallel, written in ((True, '[{"type": "tool_call", "tool": "add", "arguments": {"a": 2, "b": 3}}]'),
+                              (False, '{"type": "tool_call", "tool": "add", "arguments": {"a": 2, "b": 3}}')):
+        translated = translate(request(messages=messages, parallel_tool_calls=parallel))
+        assert translated.messages[2] == {"role": "assistant", "content": written}
+        system = translated.messages[0]["content"]
+        assert ("in one of two forms" in system) is parallel and ("in one of three forms" in system) is not parallel
+
+
 def test_the_tools_become_the_protocols_system_prompt_and_the_clients_own_follows_it():
     translated = translate(request(messages=[{"role": "system", "content": "Be brief."}, USER]))
     system = translated.messages[0]["content"]
@@ -48,7 +60,7 @@ def test_earlier_calls_and_their_results_are_written_in_the_protocols_text_form(
     history = translate(request(messages=messages)).messages[1:]
     assert history == [
         USER,
-        {"role": "assistant", "content": '{"type": "tool_call", "tool": "add", "arguments": {"a": 2, "b": 3}}'},
+        {"role": "assistant", "content": '[{"type": "tool_call", "tool": "add", "arguments": {"a": 2, "b": 3}}]'},
         {"role": "user", "content": "Result of add:\n5\n"},
         {"role": "assistant", "content": '[{"type": "tool_call", "tool": "now", "arguments": {}}, '
                                          '{"type": "tool_call", "tool": "add", "arguments": {"a": 1, "b": 1}}]'},

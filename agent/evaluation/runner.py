@@ -81,6 +81,7 @@ class FirstReply:
 
     def parse(self, reply):
         turn = self.protocol.parse(reply)
+        self.calls = []  # the calls of the reply that ends the run, not of one re-asked before it
         if not isinstance(turn, Step):
             return turn
         self.calls = [{"tool": c.tool, "arguments": c.arguments, "ok": c.error is None} for c in turn.calls]

@@ -390,9 +390,7 @@ def conversation(given: object, protocol: PromptProtocol, system: str | None = N
         elif role == "assistant" and message.get("tool_calls"):
             calls = _calls(message, index - 1)
             outputs, index = _results(messages, index, calls)
-            actions = [{"type": "tool_call", "tool": c.tool, "arguments": c.arguments} for c in calls]
-            text = json.dumps(actions[0] if len(actions) == 1 else actions, ensure_ascii=False)
-            history += [{"role": "assistant", "content": text}, *protocol.results(calls, outputs)]
+            history += [{"role": "assistant", "content": protocol.written(calls)}, *protocol.results(calls, outputs)]
         elif role == "assistant":
             answer = _text(message, index - 1)
             history.append({"role": "assistant", "content": json.dumps({"type": "final", "answer": _answer(
