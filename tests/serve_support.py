@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.openai_server import ScriptedServer
-from tests.support import child_env
+from tests.support import child_env, stop
 
 LISTENING = re.compile(r"listening on (http://\S+/v1)")
 
@@ -47,12 +47,7 @@ def serving(*args: str, env: dict | None = None):
 
             yield url, child, said
         finally:
-            child.terminate()
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+            stop(child)
 
 
 def serve_fixtures(*args: str):

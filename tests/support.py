@@ -1,6 +1,7 @@
 """Small helpers shared by the tests that drive the `agent` command."""
 import json
 import os
+import subprocess
 
 
 def action(tool=None, answer=None, **arguments) -> str:
@@ -16,3 +17,13 @@ def child_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AGENT_", "OPENAI_")) or k == "AGENT_CACHE_DIR"}
     return {**env, **extra}
+
+
+def stop(child, timeout: float = 10) -> None:
+    """Ends a child process: asked to stop, then killed if it has not within ``timeout`` seconds."""
+    child.terminate()
+    try:
+        child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
