@@ -325,7 +325,8 @@ class NativeProtocol:
         made = [self._call(tc, f"call_{i}") for i, tc in enumerate(reply.tool_calls, 1)]
         tool_calls = [scrub(tool_call(c.id or "", c.tool, raw)) for c, raw in made]  # _call gives each an id
         calls = [c for c, _ in made]
-        message = {"role": "assistant", "content": scrub(reply.content), "tool_calls": tool_calls}
+        # content "" rather than null beside the calls: llama-cpp-python's server refuses a null one (HTTP 500)
+        message = {"role": "assistant", "content": scrub(reply.content or ""), "tool_calls": tool_calls}
         errors = [c.error for c in calls if c.error]
         if len(errors) == len(calls):
             problem = "; ".join(e.removeprefix("error: ") for e in errors)

@@ -79,12 +79,13 @@ class ScriptedServer:
         passed): how many clients can have requests open together, whatever the load on the machine."""
         self._gather = (count, time.monotonic() + timeout)
 
-    def refuse(self, field: str) -> None:
-        """Answer every request that has ``field`` (``tools``, ``response_format``) with HTTP 400, as a server
-        that does not support it does."""
+    def refuse(self, field: str, status: int = 400, message: str | None = None) -> None:
+        """Answer every request that has ``field`` (``tools``, ``response_format``) with HTTP ``status``, as a
+        server that does not support it does (llama-cpp-python's answers 500 to a response_format it does not
+        know)."""
+        message = message or f"Unrecognized request argument supplied: {field}"
         self._rules.append((lambda body: field in body, {
-            "status": 400, "body": _error_body(400, f"Unrecognized request argument supplied: {field}"),
-            "headers": {}, "delay": 0.0}))
+            "status": status, "body": _error_body(status, message), "headers": {}, "delay": 0.0}))
 
     def replies(self, *contents) -> None:
         for content in contents:

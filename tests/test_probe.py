@@ -91,6 +91,26 @@ def test_an_endpoint_that_does_not_answer_exits_3_and_keeps_nothing(server, caps
     assert main(["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--timeout", "5"]) == 3
 
 
+def test_a_server_error_on_a_feature_alone_is_that_feature_unsupported(server, capsys):
+    """llama-cpp-python's server answers a json_schema response_format with HTTP 500 and a validation error."""
+    server.refuse("response_format", 500, "1 validation error: response_format.type: Input should be 'text' or "
+                                          "'json_object'")
+    server.reply(tool_calls=GOOD_CALL)
+    server.reply("Hi!")  # the plain request that tells a failing feature from a failing server
+    assert main(["probe", "--json", *endpoint(server)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["native"], result["constrained"], result["arm"]) == (True, False, "native")
+    assert result["constrained_detail"].startswith("failed on response_format but not on a plain request")
+    assert "'json_object'" in result["constrained_detail"]
+    assert "response_format" not in server.requests[-1]["body"]
+
+
+def test_a_server_that_fails_plain_requests_too_is_down(server, capsys):
+    server.refuse("messages", 500, "out of memory")
+    assert main(["probe", *endpoint(server)]) == 3
+    assert "HTTP 500" in capsys.readouterr().err and not cache_file().exists()
+
+
 def test_the_local_model_needs_no_probe(capsys):
     assert main(["probe", "--local", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"backend": "local", "arm": "prompt-constrained"}

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 import jsonschema
 
-from agent.models import Model, RequestRejected
+from agent.models import Model, ModelError, RequestRejected
 from agent.text import for_terminal, scrub
 from agent.tools.text import shorten
 
@@ -54,17 +54,28 @@ class Probe:
 
 def probe(model: Model) -> Probe:
     """Ask ``model`` (an endpoint's) what it supports. A request refused (HTTP 400, ...) is that feature
-    unsupported; any other ModelError (no connection, a wrong key) is raised: nothing was learnt."""
-    native, native_detail = _native(model)
-    constrained, constrained_detail = _constrained(model)
+    unsupported, and so is a server error (HTTP 5xx) on a feature's request when a plain request then succeeds
+    (llama-cpp-python's server answers 500 to a ``response_format`` it does not know); any other ModelError (no
+    connection, a wrong key, a server that fails plain requests too) is raised: nothing was learnt."""
+    native, native_detail = _feature(model, _native, "tools")
+    constrained, constrained_detail = _feature(model, _constrained, "response_format")
     return Probe(native, native_detail, constrained, constrained_detail)
 
 
-def _native(model: Model) -> tuple[bool, str]:
+def _feature(model: Model, check, name: str) -> tuple[bool, str]:
     try:
-        reply = model.complete([{"role": "user", "content": NATIVE_TASK}], tools=[TOOL])
+        return check(model)
     except RequestRejected as error:
-        return False, f"refused tools ({_short(error.reason)})"
+        return False, f"refused {name} ({_short(error.reason)})"
+    except ModelError as error:
+        if (getattr(error, "status", None) or 0) < 500:
+            raise
+        model.complete([{"role": "user", "content": "Say hi."}], max_tokens=8)  # raises if the server is down
+        return False, f"failed on {name} but not on a plain request ({_short(error)})"
+
+
+def _native(model: Model) -> tuple[bool, str]:
+    reply = model.complete([{"role": "user", "content": NATIVE_TASK}], tools=[TOOL])
     calls = reply.tool_calls or []
     if not calls:
         return False, f"accepted tools but answered in text: {_short(reply.content or '(empty)')}"
@@ -81,10 +92,7 @@ def _native(model: Model) -> tuple[bool, str]:
 
 def _constrained(model: Model) -> tuple[bool, str]:
     response_format = {"type": "json_schema", "json_schema": {"name": "probe", "schema": SCHEMA}}
-    try:
-        reply = model.complete([{"role": "user", "content": SCHEMA_TASK}], response_format=response_format)
-    except RequestRejected as error:
-        return False, f"refused response_format ({_short(error.reason)})"
+    reply = model.complete([{"role": "user", "content": SCHEMA_TASK}], response_format=response_format)
     try:
         value = json.loads(reply.content or "")
         jsonschema.validate(value, SCHEMA)

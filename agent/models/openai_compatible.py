@@ -313,10 +313,11 @@ class OpenAIModel:
             asked = err.response.headers.get("retry-after")
             wait = f" (the server asked to wait {asked}s)" if asked else ""
             return ModelError(f"rate limited (HTTP 429) after {retries} retries{wait}; wait and try again")
-        if status >= 500:
-            return ModelError(f"endpoint error HTTP {status} after {retries} retries: {message}; the server is "
-                              "down or overloaded: try again later, or another --base-url (or --local)")
         hint = "; the server may not support --constrain (response_format): drop the flag" if constrained else ""
+        if status >= 500:
+            advice = hint or ("; the server is down or overloaded: try again later, or another --base-url "
+                              "(or --local)")
+            return ModelError(f"endpoint error HTTP {status} after {retries} retries: {message}{advice}")
         hint += "; the server may not support streaming: drop --stream" if streamed else ""
         return RequestRejected(f"endpoint rejected the request (HTTP {status}): {message}{hint}",
                                f"HTTP {status}: {message}")
