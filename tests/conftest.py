@@ -1,4 +1,5 @@
 import os
+import signal
 
 import pytest
 
@@ -13,6 +14,10 @@ def pytest_configure(config):
     """The `agent` processes the tests start inherit no input: a pipe left open by whatever runs the tests
     would otherwise be read as the task's piped input. Tests that pipe input in say so."""
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    # Ctrl-C as a terminal sends it, for the processes the tests start: a test run started in the background
+    # of a shell (`.ci/run &`, nohup) inherits SIGINT ignored, which its children would inherit in turn
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
