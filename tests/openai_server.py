@@ -83,9 +83,13 @@ class ScriptedServer:
         """Answer every request that has ``field`` (``tools``, ``response_format``) with HTTP ``status``, as a
         server that does not support it does (llama-cpp-python's answers 500 to a response_format it does not
         know)."""
-        message = message or f"Unrecognized request argument supplied: {field}"
-        self._rules.append((lambda body: field in body, {
-            "status": status, "body": _error_body(status, message), "headers": {}, "delay": 0.0}))
+        self.refuse_when(lambda body: field in body, status, message or f"Unrecognized request argument supplied: "
+                                                                        f"{field}")
+
+    def refuse_when(self, predicate, status: int, message: str) -> None:
+        """Answer every request whose body ``predicate`` holds for with HTTP ``status`` and ``message``."""
+        self._rules.append((predicate, {"status": status, "body": _error_body(status, message), "headers": {},
+                                        "delay": 0.0}))
 
     def replies(self, *contents) -> None:
         for content in contents:

@@ -189,6 +189,36 @@ def test_bad_request_with_response_format_suggests_dropping_constrain(server):
         "the server may not support --constrain (response_format): drop the flag")
 
 
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+AS_OPENAI = {"type": "json_schema", "json_schema": {"name": "reply", "schema": SCHEMA}}
+
+
+def test_a_schema_refused_as_openai_writes_it_is_sent_as_llama_cpp_pythons_server_reads_it_from_then_on(server):
+    server.refuse_when(lambda body: body.get("response_format", {}).get("type") == "json_schema", 500,
+                       "1 validation error: response_format.type: Input should be 'text' or 'json_object'")
+    server.replies('{"n": 1}', '{"n": 2}')
+    model = make_model(server)
+    assert model.complete(HELLO, response_format=AS_OPENAI).content == '{"n": 1}'
+    assert model.complete(HELLO, response_format=AS_OPENAI).content == '{"n": 2}'
+    sent = [r["body"].get("response_format") for r in server.requests]
+    assert sent == [AS_OPENAI, {"type": "json_object", "schema": SCHEMA}, {"type": "json_object", "schema": SCHEMA}]
+
+
+def test_a_schema_refused_in_both_forms_is_the_first_refusal(server):
+    server.refuse("response_format", 400, "response_format is not supported")
+    model = make_model(server)
+    assert failure(model, response_format=AS_OPENAI) == (
+        "endpoint rejected the request (HTTP 400): response_format is not supported; "
+        "the server may not support --constrain (response_format): drop the flag")
+    assert [r["body"]["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object"]
+
+
+def test_a_schema_request_that_fails_for_another_reason_is_not_asked_in_the_other_form(server):
+    server.error(401, body="no")
+    assert "wants an API key" in failure(make_model(server), response_format=AS_OPENAI)
+    assert len(server.requests) == 1
+
+
 def completion(*, message=None, choice=None, **fields) -> dict:
     """A valid chat.completion body with the first choice's message, the choice or top-level fields changed."""
     body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [

@@ -53,9 +53,12 @@ def test_probe_finds_what_the_endpoint_supports(server, capsys, situation, nativ
     assert out[0].startswith("native tool calls (tools):") and native in out[0]
     assert out[1].startswith("constrained replies (json_schema):") and constrained in out[1]
     assert out[2].startswith(f"recommended arm: {arm} ")
-    first, second = (r["body"] for r in server.requests)
+    first, second, *other_form = (r["body"] for r in server.requests)
     assert first["tools"][0]["function"]["name"] == "multiply" and "response_format" not in first
     assert second["response_format"]["json_schema"]["schema"]["properties"]["marker"]["enum"] == [MARKER]
+    # a refused json_schema is asked once more as llama-cpp-python's server writes it
+    assert [body["response_format"]["type"] for body in other_form] == (["json_object"] if arm != "prompt-"
+                                                                        "constrained" else [])
     assert json.loads(cache_file().read_text())[f"{server.url} m"]["arm"] == arm
 
 
@@ -92,17 +95,31 @@ def test_an_endpoint_that_does_not_answer_exits_3_and_keeps_nothing(server, caps
 
 
 def test_a_server_error_on_a_feature_alone_is_that_feature_unsupported(server, capsys):
-    """llama-cpp-python's server answers a json_schema response_format with HTTP 500 and a validation error."""
-    server.refuse("response_format", 500, "1 validation error: response_format.type: Input should be 'text' or "
-                                          "'json_object'")
+    """A server that answers any response_format with HTTP 500, in either form, but a plain request."""
+    server.refuse("response_format", 500, "1 validation error: response_format: not supported")
     server.reply(tool_calls=GOOD_CALL)
     server.reply("Hi!")  # the plain request that tells a failing feature from a failing server
     assert main(["probe", "--json", *endpoint(server)]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["native"], result["constrained"], result["arm"]) == (True, False, "native")
     assert result["constrained_detail"].startswith("failed on response_format but not on a plain request")
-    assert "'json_object'" in result["constrained_detail"]
+    assert "not supported" in result["constrained_detail"]
     assert "response_format" not in server.requests[-1]["body"]
+
+
+def test_a_server_that_knows_only_llama_cpp_pythons_schema_form_is_asked_in_it(server, capsys):
+    """llama-cpp-python's server answers {"type": "json_schema", ...} with HTTP 500 (a validation error) and
+    holds a reply to {"type": "json_object", "schema": ...}."""
+    server.refuse_when(lambda body: (body.get("response_format") or {}).get("type") == "json_schema", 500,
+                       "1 validation error: response_format.type: Input should be 'text' or 'json_object'")
+    server.reply(tool_calls=GOOD_CALL)
+    server.reply(GOOD_JSON)
+    assert main(["probe", "--json", *endpoint(server)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["constrained"], result["arm"]) == (True, "prompt-constrained")
+    assert "sent as json_object with a schema" in result["constrained_detail"]
+    sent = server.requests[-1]["body"]["response_format"]
+    assert sent["type"] == "json_object" and sent["schema"]["properties"]["marker"]["enum"] == [MARKER]
 
 
 def test_a_server_that_fails_plain_requests_too_is_down(server, capsys):
@@ -141,7 +158,8 @@ def test_reprobe_asks_again_and_a_broken_cache_is_probed_afresh(server, workspac
     server.reply(tool_calls=GOOD_CALL)
     server.reply("done again")
     assert main(["--protocol", "auto", "--reprobe", "--quiet", *endpoint(server), "task"]) == 0
-    assert capsys.readouterr().out == "done again\n" and len(server.requests) == 6
+    # each probe: tools, response_format in OpenAI's form and in llama-cpp-python's (both refused); then the run
+    assert capsys.readouterr().out == "done again\n" and len(server.requests) == 8
 
 
 def test_eval_with_protocol_auto_runs_the_recommended_arm_beside_others(server, workspace, capsys):

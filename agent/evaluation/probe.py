@@ -98,6 +98,9 @@ def _constrained(model: Model) -> tuple[bool, str]:
         jsonschema.validate(value, SCHEMA)
     except (ValueError, jsonschema.ValidationError):
         return False, f"accepted response_format but did not follow it: {_short(reply.content or '(empty)')}"
+    if getattr(model, "schema_form", "json_schema") == "json_object":
+        return True, ("followed the JSON Schema of response_format, sent as json_object with a schema "
+                      "(llama-cpp-python's form)")
     return True, "followed the JSON Schema of response_format"
 
 

@@ -96,6 +96,9 @@ class OpenAIModel:
         self.max_retries = max_retries
         self.temperature = temperature
         self.has_key = bool(api_key)
+        # a JSON Schema response_format as OpenAI writes it ({"type": "json_schema", ...}) until the server refuses
+        # that and takes llama-cpp-python's server's form ({"type": "json_object", "schema": ...}) instead
+        self.schema_form = "json_schema"
         limits = httpx2.Limits(max_connections=max(connections, MIN_CONNECTIONS),
                                max_keepalive_connections=max(connections, MIN_KEEPALIVE))
         http_client = openai.DefaultHttpxClient(event_hooks={"request": [_stamp_sent_at]}, limits=limits)
@@ -133,6 +136,26 @@ class OpenAIModel:
         return request
 
     def _post(self, request: dict) -> httpx2.Response:
+        """The response to ``request``. A JSON Schema response_format that the server refuses (HTTP 400, 422, or
+        the 500 with which llama-cpp-python's server answers a request it cannot read) is asked once more in the
+        form that server knows; if that is answered, the form is used from then on."""
+        schema = _schema_of(request.get("response_format"))
+        if schema is not None and self.schema_form == "json_object":
+            request = {**request, "response_format": {"type": "json_object", "schema": schema}}
+        try:
+            return self._send(request)
+        except ModelError as error:
+            if schema is None or self.schema_form == "json_object" or getattr(error, "status", None) not in (
+                    400, 422, 500):
+                raise
+            try:
+                response = self._send({**request, "response_format": {"type": "json_object", "schema": schema}})
+            except ModelError:
+                raise error from None
+            self.schema_form = "json_object"
+            return response
+
+    def _send(self, request: dict) -> httpx2.Response:
         try:
             response = self.client.post(self.url, content=_json_bytes(request), cast_to=httpx2.Response, stream=True,
                                         options=_LEFT_OUT)
@@ -321,6 +344,14 @@ class OpenAIModel:
         hint += "; the server may not support streaming: drop --stream" if streamed else ""
         return RequestRejected(f"endpoint rejected the request (HTTP {status}): {message}{hint}",
                                f"HTTP {status}: {message}")
+
+
+def _schema_of(response_format: object) -> dict | None:
+    """The JSON Schema of an OpenAI-style ``{"type": "json_schema", ...}`` response_format, if it is one."""
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else None
+    return None
 
 
 def _events(body: Iterator[bytes]) -> Iterator[bytes]:
