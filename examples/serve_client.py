@@ -26,7 +26,7 @@ for _ in range(10):
     completion = response.parse()
     message = completion.choices[0].message
     print(f"[{completion.choices[0].finish_reason}, {response.headers.get('x-agent-reasks')} re-asks, "
-          f"{completion.usage.total_tokens} tokens]")
+          f"{completion.usage.total_tokens if completion.usage else 'uncounted'} tokens]")
     if not message.tool_calls:
         print(message.content)
         break

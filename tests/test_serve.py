@@ -114,6 +114,19 @@ def test_a_malformed_reply_is_re_asked_and_usage_adds_up_every_upstream_call(up,
     assert "(no_json)" in retry[-1]["content"]
 
 
+def test_usage_is_null_when_an_upstream_call_reported_none(up, client):
+    """llama-cpp-python's server sends no usage in a stream (serve asks the upstream by streaming): the
+    tokens are unknown, not 0, in chat completions and the Responses API alike."""
+    up.reply("Sure! I will add 2 and 3.", usage={"prompt_tokens": 100, "completion_tokens": 10})
+    up.reply(action("add", a=2, b=3), usage=False)
+    completion = client.chat.completions.create(model="m", messages=QUESTION, tools=TOOLS)
+    assert completion.choices[0].finish_reason == "tool_calls" and completion.usage is None
+    up.reply(action(answer="5"), usage=False)
+    response = client.responses.create(model="m", input="What is 2 + 3?", tools=[
+        {"type": "function", "name": "add", "parameters": TOOLS[0]["function"]["parameters"]}])
+    assert response.output_text == "5" and response.usage is None
+
+
 def test_a_reply_still_malformed_after_the_re_asks_is_a_502_saying_so(up, client):
     up.replies(*["no JSON here"] * 4)
     with pytest.raises(openai.APIStatusError) as caught:

@@ -254,17 +254,18 @@ def response(done: dict, request: Translated) -> dict:
         output.append({"id": f"fc_{uuid.uuid4().hex}", "type": "function_call", "status": "completed",
                        "call_id": call["id"], "name": call["function"]["name"],
                        "arguments": call["function"]["arguments"]})
-    usage = done.get("usage") or {}
-    prompt, produced = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    usage, counted = done.get("usage"), None  # null when the upstream counted nothing, as the completion's is
+    if isinstance(usage, dict):
+        prompt, produced = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+        counted = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": produced,
+                   "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + produced}
     cut = choice.get("finish_reason") == "length"
     return {"id": request.id, "object": "response", "created_at": done.get("created", int(time.time())),
             "status": "incomplete" if cut else "completed", "completed_at": int(time.time()),
             "model": done["model"], "output": output, "error": None,
             "incomplete_details": {"reason": "max_output_tokens"} if cut else None, **request.echo,
             "reasoning": {"effort": None, "summary": None},
-            "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": produced, "output_tokens_details": {"reasoning_tokens": 0},
-                      "total_tokens": prompt + produced}}
+            "usage": counted}
 
 
 def kept_messages(request: Translated, done: dict) -> list[dict]:

@@ -508,14 +508,19 @@ def passed_on(reply: Reply, model: str) -> dict:
     message: dict = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = reply.tool_calls
-    return _completion(message, reply.finish_reason or "stop", model, reply.usage or {})
+    return _completion(message, reply.finish_reason or "stop", model, reply.usage)
 
 
-def _completion(message: dict, finish: str, model: str, usage: dict) -> dict:
-    prompt, produced = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+def _completion(message: dict, finish: str, model: str, usage: dict | None) -> dict:
+    """The completion; its usage null when an upstream call reported none (llama-cpp-python's server sends no
+    usage in a stream): a count of 0 would be a wrong number, not an unknown one."""
+    counted = None
+    if usage is not None and not usage.get("usage_missing"):
+        prompt, produced = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+        counted = {"prompt_tokens": prompt, "completion_tokens": produced, "total_tokens": prompt + produced}
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": produced, "total_tokens": prompt + produced}}
+            "usage": counted}
 
 
 def chunks(done: dict, include_usage: bool) -> list[dict]:
