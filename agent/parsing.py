@@ -20,7 +20,8 @@ from agent.tools.registry import bad_arguments, unknown_tool
 MAX_BATCH = 8
 MAX_REPLY_CHARS = 256_000  # a longer reply is refused unread
 MAX_DEPTH = 500  # nesting of a decoded value; deeper is refused before anything recurses into it
-REPAIRS = ("python_literals", "single_quotes", "trailing_commas", "control_characters", "unescaped_quotes")
+REPAIRS = ("python_literals", "single_quotes", "trailing_commas", "control_characters", "unescaped_quotes",
+           "mismatched_brackets", "unclosed_brackets")
 TRUNCATED = ("your reply was cut off (it hit the token limit) before the JSON was complete; "
              "reply with a shorter JSON action")
 TOO_LONG = "your reply was {:,} characters long, over the limit of {:,}; send one short JSON action"
@@ -135,6 +136,8 @@ def parse_action(text: str | None, actions: ActionSchema, finish_reason: str | N
             if text and len(text) > MAX_REPLY_CHARS:
                 raise ParseError("too_long", TOO_LONG.format(len(text), MAX_REPLY_CHARS))
             found = _extract(text, joinable=actions.batch)
+            if finish_reason == "length" and "unclosed_brackets" in found.repairs:
+                raise ParseError("truncated", TRUNCATED)  # what the model did not write is not guessed
             _validate(found.value, actions)
         except RecursionError:
             raise ParseError("invalid_json", TOO_DEEP) from None
@@ -380,22 +383,30 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
 def _repairable(text: str, position: int) -> bool:
-    """Whether strict decoding stopped where a repair could apply (a repair never helps past the first error)."""
+    """Whether strict decoding stopped where a repair could apply (a repair never helps past the first error): at
+    a quote, comma, bracket, control character or Python literal, or at the end of the reply."""
     char = text[position:position + 1]
-    return char in ("'", ",", "}", "]") or ("\0" <= char < " ") or text.startswith(tuple(_PY_LITERALS), position)
+    return (char in ("'", ",", "}", "]") or ("\0" <= char < " ") or text.startswith(tuple(_PY_LITERALS), position)
+            or not text[position:].strip(_WHITESPACE))
 
 
 def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
     """The bracketed value at `start`, decoded after the repairs it needs (None if it is not JSON even then,
-    or does not end before `stop`), and how far the text was read."""
+    or does not end before `stop`), and how far the text was read.
+
+    Brackets are only ever added, never content: where a reply ends in closers that skip open brackets (`}]}` for
+    `}}]`), those get theirs first and the closers left over are dropped; a reply that ends after a complete value
+    with brackets still open gets them closed (unless it was cut off: parse_action reports that as truncated)."""
     out: list[str] = []
     fixes: set[str] = set()
-    depth, i = 0, start
+    closers: list[str] = []  # what each open bracket wants, innermost last
+    i, last = start, None  # the last token but space
     while i < stop:
         token = _REPAIR_TOKEN.match(text, i, stop)
         if not token:
             return None, i
         kind, piece, end = token.lastgroup, token.group(), token.end()
+        last = last if kind == "space" else kind
         if kind == "quote":
             string = _STRING[piece].match(text, i, stop)
             if not string:
@@ -410,13 +421,28 @@ def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
             out.append(_PY_LITERALS.get(piece, piece))
         elif kind == "trailing":
             fixes.add("trailing_commas")
+        elif kind == "open":
+            out.append(piece)
+            closers.append("}" if piece == "{" else "]")
+        elif kind == "close":
+            if piece not in closers or piece != closers[-1] and text[end:].strip(_WHITESPACE + "}]"):
+                return None, end  # a miscount is mended only where the reply ends in closers, as models lose it
+            while closers[-1] != piece:
+                fixes.add("mismatched_brackets")
+                out.append(closers.pop())
+            out.append(closers.pop())
         else:
             out.append(piece)
-            depth += (kind == "open") - (kind == "close")
         i = end
-        if depth == 0:
+        if not closers:
             break
-    if depth or not fixes:
+    if closers and i == len(text) and last in ("quote", "word", "close"):  # the reply ended after a value
+        fixes.add("unclosed_brackets")
+        out += reversed(closers)
+        closers = []
+    if "mismatched_brackets" in fixes:  # the closers the miscount left over are part of it
+        i = len(text)
+    if closers or not fixes:
         return None, i
     try:
         return _Found(_loads("".join(out)), [r for r in REPAIRS if r in fixes], start, i), i

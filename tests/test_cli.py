@@ -178,7 +178,7 @@ CALC = action("calculator", expression="2+2")
 
 @pytest.mark.parametrize("reply, finish_reason, kind, detail", [
     ("Sure, I can help with that.", "stop", "no_json", "no JSON"),
-    ('{"type": "final", "answer": "4"', "stop", "invalid_json", "line 1 column"),
+    ('{"type": "final", "answer": "4" "5"}', "stop", "invalid_json", "line 1 column"),
     (action(answer="4") + "\n" + CALC, "stop", "multiple_actions", "exactly one"),
     ('{"type": "answer", "text": "4"}', "stop", "schema", "$.type"),
     (action("websearch", query="2+2"), "stop", "unknown_tool", "available tools: calculator"),

@@ -78,7 +78,7 @@ def test_native_mode_sends_the_registry_as_tools():
 
 def test_malformed_reply_is_reasked_then_dropped_from_history():
     agent, model = make_agent("prompt", [
-        '{"type": "final", "answer": "14269"',  # unterminated
+        '{"type": "final", "answer": "14269" "14269"}',  # two strings
         final_reply("prompt", "14269"),
     ])
     result = agent.run("Compute it")

@@ -114,20 +114,20 @@ def test_without_an_action_the_fenced_value_is_validated_before_earlier_ones():
 
 
 def test_a_broken_action_is_reported_not_the_fragment_inside_it():
-    error = error_of(CALC[:-1])
+    error = error_of(CALC[:-1] + " (the sum)")
     assert error.kind == "invalid_json"
-    assert "Expecting ',' delimiter at line 1 column 79" in error.message
+    assert "Expecting ',' delimiter at line 1 column 80" in error.message
 
 
 def test_an_unclosed_array_of_calls_is_invalid_json_not_several_actions():
-    text = f"[{CALC}, {READ}"
+    text = f"[{CALC}, {READ} and so on"
     error = error_of(text)
     assert error.kind == "invalid_json"
-    assert error.message.startswith(f"invalid JSON: Expecting ',' delimiter at line 1 column {len(text) + 1}:")
+    assert error.message.startswith(f"invalid JSON: Expecting ',' delimiter at line 1 column {len(CALC + READ) + 5}:")
 
 
 def test_a_broken_action_is_reported_not_an_earlier_prose_bracket():
-    error = error_of('Step [1]: {"type": "final", "answer": "4"')
+    error = error_of('Step [1]: {"type": "final", "answer": "4" "5"}')
     assert error.kind == "invalid_json"
 
 
@@ -147,9 +147,63 @@ def test_invalid_json_gives_line_column_and_an_excerpt_with_a_caret():
     assert excerpt[caret.index("^")] == '"' and excerpt[caret.index("^"):].startswith('"more"')
 
 
-def test_no_guessing_of_missing_braces_or_bare_words():
-    assert error_of('{"type": "final", "answer": "4"').kind == "invalid_json"
+def test_no_guessing_of_bare_words():
     assert error_of('{type: "final", answer: "4"}').kind == "invalid_json"
+
+
+@pytest.mark.parametrize("text, value", [
+    ('{"type": "final", "answer": "4"', {"type": "final", "answer": "4"}),
+    ('Here: {"type": "final", "answer": "4"  \n', {"type": "final", "answer": "4"}),
+    (CALC[:-2], CALC_VALUE),
+    (f"[{CALC}, {READ}", [CALC_VALUE, json.loads(READ)]),
+    ('{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "2+2"}, "x": [1, {}', None),
+])
+def test_a_reply_that_ends_with_brackets_open_after_a_value_gets_them_closed(text, value):
+    if value is None:  # closed, and then checked like any other reply
+        assert error_of(text).kind == "schema"
+        return
+    assert parse(text) == Parsed(value, ["unclosed_brackets"])
+
+
+@pytest.mark.parametrize("text", [
+    '{"type": "final", "answer": "4",',  # after a comma: what came next is not known
+    '{"type": "final", "answer":',
+    '{"type": "final", "answer": "4',  # inside a string
+    '{"type": "final", "answer": {',  # after an opening bracket
+    '{"type": "final", "answer": "4" "5"',
+])
+def test_brackets_are_closed_only_after_a_complete_value(text):
+    assert error_of(text).kind == "invalid_json"
+
+
+def test_a_reply_cut_off_by_the_token_limit_is_not_closed_but_truncated():
+    assert error_of(CALC[:-1], finish_reason="length").kind == "truncated"
+    assert parse(CALC[:-1], finish_reason="stop").repairs == ["unclosed_brackets"]
+
+
+@pytest.mark.parametrize("text, value", [
+    # the object is closed first where the reply closes the array, and the brace left over dropped
+    ('[{"type": "tool_call", "tool": "read_file", "arguments": {"path": "a"}]}', [{"type": "tool_call",
+                                                                                 "tool": "read_file",
+                                                                                 "arguments": {"path": "a"}}]),
+    ('[{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "2+2"}]', [CALC_VALUE]),
+    ('[{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "2+2"]}} \n}] ', [CALC_VALUE]),
+])
+def test_closers_that_skip_an_open_bracket_at_the_end_of_a_reply_are_mended(text, value):
+    assert parse(text) == Parsed(value, ["mismatched_brackets"])
+
+
+@pytest.mark.parametrize("text", [
+    # a miscount before more of the value: where the model meant each bracket to close is not known
+    '{"type": "tool_call", "tool": "calculator", "arguments": {"expression": "2+2"], "x": 1}',
+    '{"type": "final", "answer": "4"] and then some prose',
+    '{"type": "final", "answer": "4"}}]',  # nothing to mend: the action is whole, the rest is prose
+])
+def test_a_miscount_is_mended_only_at_the_end_of_the_reply(text):
+    if text.endswith("}}]"):
+        assert parse(text) == Parsed({"type": "final", "answer": "4"}, [])
+        return
+    assert error_of(text).kind == "invalid_json"
 
 
 @pytest.mark.parametrize("text", [None, "", "   \n\t"])
