@@ -2,6 +2,7 @@
 
 The deadlines are generous for the sizes involved, so only a super-linear slowdown trips them.
 """
+import json
 from datetime import timedelta
 
 import pytest
@@ -73,3 +74,25 @@ def test_over_the_cap_is_too_long_whatever_it_holds(piece, extra):
     with pytest.raises(ParseError) as caught:
         parse_action((piece * (size // len(piece) + 1))[:size], SCHEMA)
     assert caught.value.kind == "too_long" and f"{size:,} characters" in caught.value.message
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                     max_size=4), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=timedelta(seconds=1))
+@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4), st.booleans(), st.integers(min_value=1),
+       st.sampled_from(["", " ", "\n"]))
+def test_a_call_whose_last_closers_are_missing_is_the_same_call_or_invalid(arguments, batch, cut, space):
+    value = {"type": "tool_call", "tool": "flags", "arguments": arguments}
+    value = [value] if batch else value
+    text = json.dumps(value)
+    closers = len(text) - len(text.rstrip("}]"))
+    left = text[:-(1 + cut % closers)]
+    try:
+        parsed = parse_action(left + space, SCHEMA)
+    except ParseError as error:  # only where nothing but an opening bracket is left to close
+        assert error.kind == "invalid_json" and left.rstrip()[-1] in "{["
+        return
+    assert parsed == Parsed(value, ["unclosed_brackets"])
