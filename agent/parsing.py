@@ -52,6 +52,7 @@ _LOOSE_FINAL = re.compile(r'[ \t\n\r]*\{[ \t\n\r]*"type"[ \t\n\r]*:[ \t\n\r]*"fi
 _ACTION_INSIDE = re.compile(r'\{[ \t\n\r]*"type"[ \t\n\r]*:')
 _KEY_OR_STRING = re.compile(r'[ \t\n\r]*[":]')
 _WHITESPACE = " \t\n\r"  # JSON's
+_SPACE_TO_END = re.compile(r"[ \t\n\r]*+\Z")  # matched where it starts: stops at the first other character
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _ARITHMETIC = re.compile(r"[ \t]*[-+*/%]")  # an operator where the decoder wanted a `,` or `}` after a number
 _NUMBER_END = re.compile(r"[0-9][ \t]*\Z")
@@ -387,7 +388,7 @@ def _repairable(text: str, position: int) -> bool:
     a quote, comma, bracket, control character or Python literal, or at the end of the reply."""
     char = text[position:position + 1]
     return (char in ("'", ",", "}", "]") or ("\0" <= char < " ") or text.startswith(tuple(_PY_LITERALS), position)
-            or not text[position:].strip(_WHITESPACE))
+            or _SPACE_TO_END.match(text, position) is not None)
 
 
 def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
@@ -401,6 +402,7 @@ def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
     fixes: set[str] = set()
     closers: list[str] = []  # what each open bracket wants, innermost last
     i, last = start, None  # the last token but space
+    tail = None  # where the closers and space that end the reply begin (found at the first miscount)
     while i < stop:
         token = _REPAIR_TOKEN.match(text, i, stop)
         if not token:
@@ -425,8 +427,11 @@ def _repaired(text: str, start: int, stop: int) -> tuple[_Found | None, int]:
             out.append(piece)
             closers.append("}" if piece == "{" else "]")
         elif kind == "close":
-            if piece not in closers or piece != closers[-1] and text[end:].strip(_WHITESPACE + "}]"):
-                return None, end  # a miscount is mended only where the reply ends in closers, as models lose it
+            if piece != closers[-1]:  # a miscount: mended only where the reply ends in closers, as models lose it
+                if tail is None:
+                    tail = len(text.rstrip(_WHITESPACE + "}]"))
+                if piece not in closers or end < tail:
+                    return None, end
             while closers[-1] != piece:
                 fixes.add("mismatched_brackets")
                 out.append(closers.pop())

@@ -38,6 +38,8 @@ HOSTILE = {
     "huge integer in a final answer": '{"type": "final", "answer": ' + "1" * 5000 + "}",
     "[ nested 100,000 deep": "[" * 100_000,
     "[ nested 900 deep, closed": "[" * 900 + "]" * 900,
+    "[{ repeated, then ] repeated (closers to mend)": fill("[{", SIZE // 2) + fill("]", SIZE // 2),
+    "{ repeated, then a value left open": fill("{", SIZE - 10) + '"a": 1',
     "unterminated string": '{"type": "final", "answer": "' + fill("x"),
 }
 
