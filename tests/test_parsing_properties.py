@@ -76,13 +76,16 @@ def test_over_the_cap_is_too_long_whatever_it_holds(piece, extra):
     assert caught.value.kind == "too_long" and f"{size:,} characters" in caught.value.message
 
 
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                     max_size=4), max_leaves=20)
+# without "<" (a reply that is not one whole JSON action has its <think> blocks cut out as reasoning) and lone
+# surrogates (they become U+FFFD): both by design, and tested elsewhere
+TEXTS = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="<"), max_size=20)
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | TEXTS,
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXTS, inner, max_size=4),
+                           max_leaves=20)
 
 
 @settings(max_examples=300, deadline=timedelta(seconds=1))
-@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4), st.booleans(), st.integers(min_value=1),
+@given(st.dictionaries(TEXTS, JSON_VALUES, max_size=4), st.booleans(), st.integers(min_value=1),
        st.sampled_from(["", " ", "\n"]))
 def test_a_call_whose_last_closers_are_missing_is_the_same_call_or_invalid(arguments, batch, cut, space):
     value = {"type": "tool_call", "tool": "flags", "arguments": arguments}
