@@ -1,5 +1,6 @@
 """The embedded local model: reply handling on its own, then a few short runs of the real model (2 CPU cores)."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -156,7 +157,9 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
     through is the likeliest of those a second grammar, shown the same tokens, allows among the whole vocabulary.
     Compared on the same logits: two runs of llama.cpp on one prompt can differ by a tenth of a logit (where its
     cache put the tokens, how the prompt was split into batches), enough to turn a near tie such as "final"
-    against "tool" after the haiku task, so two whole completions are not compared."""
+    against "tool" after the haiku task, so two whole completions are not compared. The one step where the side
+    (answer or call) may be taken against the likeliest token (agent.models.local_choice) is only checked to be
+    one the grammar allows."""
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     grammar = gbnf(json.dumps(protocol.options["response_format"]["json_schema"]["schema"]))
     reference = CheckedGreedy(local_model.llama, grammar)  # used only to filter every candidate
@@ -165,6 +168,7 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
 
     def observed(self, input_ids, logits):
         nonlocal shortcuts
+        flipped = self.choice.flipped
         result = checked(self, input_ids, logits.copy())
         chosen = int(result.argmax())
         shortcuts += chosen == int(logits.argmax())  # the likeliest token was allowed: nothing was filtered
@@ -172,7 +176,10 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
         for token in input_ids[reference.seen:]:
             reference.lib.llama_sampler_accept(reference.sampler, int(token))
         reference.seen = len(input_ids)
-        steps.append((chosen, int(reference._filtered(logits.copy()).argmax())))
+        allowed = reference._filtered(logits.copy())
+        assert allowed[chosen] > -math.inf  # even a token taken by the choice of side is one the grammar allows
+        if self.choice.flipped == flipped:  # (not the step where the side was taken against the likeliest token)
+            steps.append((chosen, int(allowed.argmax())))
         return result
 
     monkeypatch.setattr(CheckedGreedy, "__call__", observed)

@@ -13,6 +13,7 @@ import math
 from functools import lru_cache
 
 from agent.models import ModelError
+from agent.models.local_choice import SideChoice
 
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -75,8 +76,10 @@ def sampling(grammar: str, temperature: float, llama) -> dict:
 
 class CheckedGreedy:
     """A llama-cpp-python logits processor for greedy decoding under a grammar: leaves the logits alone when the
-    grammar allows the most likely token, else rules out every token the grammar does not allow. It follows the
-    completion through the tokens it is shown, so one processor serves one completion."""
+    grammar allows the most likely token, else rules out every token the grammar does not allow; where an
+    action's opening settles between the final answer and a call, the side is taken by its probability
+    (agent.models.local_choice). It follows the completion through the tokens it is shown, so one processor
+    serves one completion."""
 
     def __init__(self, llama, grammar: str):
         import llama_cpp
@@ -88,13 +91,19 @@ class CheckedGreedy:
             raise ModelError("llama.cpp could not read the grammar for this schema; drop --constrain")
         self.seen: int | None = None  # tokens of the prompt and the completion the grammar has accounted for
         self.one = (llama_cpp.llama_token_data * 1)()
+        self.choice = SideChoice(_pieces(llama))
 
     def __call__(self, input_ids, logits):
         if self.seen is None:
             self.seen = len(input_ids)  # the first call sees the prompt alone
         for token in input_ids[self.seen:]:
             self.lib.llama_sampler_accept(self.sampler, int(token))
+            if not self.choice.settled:
+                self.choice.seen(int(token))
         self.seen = len(input_ids)
+        if not self.choice.settled and (chosen := self.choice.choose(logits, self._allows)) is not None:
+            logits[chosen] = logits.max() + 1.0  # the grammar allows it
+            return logits
         if self._allows(int(logits.argmax())):
             return logits
         return self._filtered(logits)
@@ -123,3 +132,11 @@ class CheckedGreedy:
         if getattr(self, "sampler", None):
             self.lib.llama_sampler_free(self.sampler)
             self.sampler = None
+
+
+def _pieces(llama):
+    """A token's text, by its id (kept: the same few tokens open every action)."""
+    @lru_cache(maxsize=4096)
+    def piece(token: int) -> str:
+        return llama.detokenize([token]).decode("utf-8", "replace")
+    return piece
