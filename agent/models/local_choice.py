@@ -48,7 +48,7 @@ class SideChoice:
         self.flipped = False  # whether the side taken is not the one the likeliest token would have taken
 
     def seen(self, token: int) -> None:
-        self.text += "".join(self.piece(token).split())
+        self.text += self._bare(token)
         if side(self.text) != "open":
             self.settled = True
 
@@ -63,7 +63,7 @@ class SideChoice:
         highest = float(logits[allowed[0]])
         weights = {t: math.exp(float(logits[t]) - highest) for t in allowed}
         total = sum(weights.values())
-        sides = {t: side(self.text + "".join(self.piece(t).split())) for t in allowed}
+        sides = {t: side(self.text + self._bare(t)) for t in allowed}
         for name in self.mass:
             self.mass[name] += self.path * sum(w for t, w in weights.items() if sides[t] == name) / total
         likeliest = allowed[0]
@@ -78,3 +78,7 @@ class SideChoice:
             return None
         self.flipped = True
         return next(t for t in allowed if sides[t] == other)
+
+    def _bare(self, token: int) -> str:
+        """A token's text without whitespace, as ``text`` is kept."""
+        return "".join(self.piece(token).split())

@@ -135,7 +135,8 @@ class CheckedGreedy:
 
 
 def _pieces(llama):
-    """A token's text, by its id (kept: the same few tokens open every action)."""
+    """A token's text, by its id; kept for the processor's one completion, whose steps before the side settles
+    look at many of the same candidates."""
     @lru_cache(maxsize=4096)
     def piece(token: int) -> str:
         return llama.detokenize([token]).decode("utf-8", "replace")
