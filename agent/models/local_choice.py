@@ -45,17 +45,16 @@ class SideChoice:
         self.mass = {"final": 0.0, "call": 0.0}  # probability of the tokens that settled each side so far
         self.path = 1.0  # probability of the greedy path up to this step
         self.settled = False
-        self.taken: str | None = None  # the side settled on: "final", "call", or None (not an action's opening)
         self.flipped = False  # whether the side taken is not the one the likeliest token would have taken
 
     def seen(self, token: int) -> None:
         self.text += self._bare(token)
-        if (now := side(self.text)) != "open":
-            self.settled, self.taken = True, now
+        if side(self.text) != "open":
+            self.settled = True
 
     def calls(self) -> bool:
         """Whether the completion is settled as tool calls (not a final answer, nor a reply of another schema)."""
-        return self.taken == "call"
+        return self.settled and side(self.text) == "call"
 
     def choose(self, logits, allows: Callable[[int], bool]) -> int | None:
         """The token to take at this step, if it is not the likeliest one the grammar allows (None: take that)."""
@@ -77,11 +76,11 @@ class SideChoice:
             self.path *= weights[likeliest] / total
             self.settled = greedy is None
             return None
-        self.settled, self.taken = True, greedy  # the token settling it is not shown to ``seen``
+        self.settled = True
         other = "final" if greedy == "call" else "call"
         if self.mass[other] < ODDS * self.mass[greedy]:
             return None
-        self.flipped, self.taken = True, other
+        self.flipped = True
         return next(t for t in allowed if sides[t] == other)
 
     def _bare(self, token: int) -> str:
