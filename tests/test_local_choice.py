@@ -110,13 +110,3 @@ def test_a_grammar_of_another_schema_is_left_to_greedy_decoding():
     choice = SideChoice(VOCABULARY.__getitem__)
     assert choice.choose(logits(**{p("hello"): 0.9, p("{"): 0.1}), lambda token: token == TOKEN["hello"]) is None
     assert choice.settled and not choice.flipped
-
-
-def test_calls_says_whether_the_reply_is_settled_as_tool_calls():
-    """What CheckedGreedy asks before an object may be kept open (agent.models.local_closing): only in calls."""
-    call, answer, other = (SideChoice(VOCABULARY.__getitem__) for _ in range(3))
-    assert not call.calls()  # nothing settled yet
-    follow(call, opening_steps(batch=0.9, final=0.5))
-    follow(answer, opening_steps(batch=0.0, final=0.9))
-    other.choose(logits(**{p("hello"): 0.9}), lambda token: token == TOKEN["hello"])
-    assert call.calls() and not answer.calls() and not other.calls()

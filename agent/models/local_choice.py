@@ -52,10 +52,6 @@ class SideChoice:
         if side(self.text) != "open":
             self.settled = True
 
-    def calls(self) -> bool:
-        """Whether the completion is settled as tool calls (not a final answer, nor a reply of another schema)."""
-        return self.settled and side(self.text) == "call"
-
     def choose(self, logits, allows: Callable[[int], bool]) -> int | None:
         """The token to take at this step, if it is not the likeliest one the grammar allows (None: take that)."""
         import numpy as np

@@ -14,7 +14,6 @@ from functools import lru_cache
 
 from agent.models import ModelError
 from agent.models.local_choice import SideChoice
-from agent.models.local_closing import ObjectClosing
 
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -79,9 +78,8 @@ class CheckedGreedy:
     """A llama-cpp-python logits processor for greedy decoding under a grammar: leaves the logits alone when the
     grammar allows the most likely token, else rules out every token the grammar does not allow; where an
     action's opening settles between the final answer and a call, the side is taken by its probability
-    (agent.models.local_choice), and in a call, where the likeliest token closes an object that continuing is
-    likely enough for, the object is continued (agent.models.local_closing). It follows the completion through the
-    tokens it is shown, so one processor serves one completion."""
+    (agent.models.local_choice). It follows the completion through the tokens it is shown, so one processor
+    serves one completion."""
 
     def __init__(self, llama, grammar: str):
         import llama_cpp
@@ -94,7 +92,6 @@ class CheckedGreedy:
         self.seen: int | None = None  # tokens of the prompt and the completion the grammar has accounted for
         self.one = (llama_cpp.llama_token_data * 1)()
         self.choice = SideChoice(_pieces(llama))
-        self.closing = ObjectClosing(self.choice.piece)
 
     def __call__(self, input_ids, logits):
         if self.seen is None:
@@ -103,13 +100,9 @@ class CheckedGreedy:
             self.lib.llama_sampler_accept(self.sampler, int(token))
             if not self.choice.settled:
                 self.choice.seen(int(token))
-            self.closing.seen(int(token))
         self.seen = len(input_ids)
         if not self.choice.settled and (chosen := self.choice.choose(logits, self._allows)) is not None:
             logits[chosen] = logits.max() + 1.0  # the grammar allows it
-            return logits
-        if self.choice.calls() and (kept := self.closing.choose(logits, self._allows)) is not None:
-            logits[kept] = logits.max() + 1.0  # the grammar allows it
             return logits
         if self._allows(int(logits.argmax())):
             return logits
