@@ -37,7 +37,8 @@ def follow(choice: SideChoice, steps: list[dict], allows=lambda token: token < l
         token = chosen if chosen is not None else max((t for t in range(len(values)) if allows(t)),
                                                       key=lambda t: values[t])
         taken.append(token)
-        choice.seen(token)
+        if not choice.settled:  # as CheckedGreedy: a token is shown only while the side is open
+            choice.seen(token)
     return taken
 
 
