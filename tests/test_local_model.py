@@ -157,18 +157,18 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
     through is the likeliest of those a second grammar, shown the same tokens, allows among the whole vocabulary.
     Compared on the same logits: two runs of llama.cpp on one prompt can differ by a tenth of a logit (where its
     cache put the tokens, how the prompt was split into batches), enough to turn a near tie such as "final"
-    against "tool" after the haiku task, so two whole completions are not compared. The one step where the side
-    (answer or call) may be taken against the likeliest token (agent.models.local_choice) is only checked to be
-    one the grammar allows."""
+    against "tool" after the haiku task, so two whole completions are not compared. The steps where the side
+    (answer or call) may be taken against the likeliest token (agent.models.local_choice), or an object kept
+    open against it (agent.models.local_closing), are only checked to be ones the grammar allows."""
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     grammar = gbnf(json.dumps(protocol.options["response_format"]["json_schema"]["schema"]))
     reference = CheckedGreedy(local_model.llama, grammar)  # used only to filter every candidate
-    steps, shortcuts = [], 0
+    steps, shortcuts, against = [], 0, 0
     checked = CheckedGreedy.__call__
 
     def observed(self, input_ids, logits):
-        nonlocal shortcuts
-        flipped = self.choice.flipped
+        nonlocal shortcuts, against
+        before = (self.choice.flipped, self.closing.kept)
         result = checked(self, input_ids, logits.copy())
         chosen = int(result.argmax())
         shortcuts += chosen == int(logits.argmax())  # the likeliest token was allowed: nothing was filtered
@@ -178,15 +178,17 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
         reference.seen = len(input_ids)
         allowed = reference._filtered(logits.copy())
         assert allowed[chosen] > -math.inf  # even a token taken by the choice of side is one the grammar allows
-        if self.choice.flipped == flipped:  # (not the step where the side was taken against the likeliest token)
+        if (self.choice.flipped, self.closing.kept) == before:  # not taken against the likeliest
             steps.append((chosen, int(allowed.argmax())))
+        else:
+            against += 1
         return result
 
     monkeypatch.setattr(CheckedGreedy, "__call__", observed)
     messages = [{"role": "system", "content": protocol.system_prompt()}, {"role": "user", "content": task}]
     reply = local_model.complete(messages, max_tokens=120, **protocol.options)
     jsonschema.validate(json.loads(reply.content), protocol.options["response_format"]["json_schema"]["schema"])
-    assert len(steps) >= reply.usage["completion_tokens"] > 0 and shortcuts > 0
+    assert len(steps) + against >= reply.usage["completion_tokens"] > 0 and shortcuts > 0
     assert [a for a, _ in steps] == [b for _, b in steps]
 
 

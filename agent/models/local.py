@@ -134,7 +134,7 @@ class LocalModel:
                    **{key: value for key, value in options.items() if value is not None}}
         response_format = request.pop("response_format", None)
         if response_format:
-            request.update(_constraint(response_format, request["temperature"], self.llama))
+            request.update(_constraint(response_format, request["temperature"], self.llama, messages))
         if request.get("tools"):
             messages = [_with_argument_objects(m) for m in messages]
         return messages, request
@@ -163,13 +163,12 @@ class LocalModel:
             raise ModelError(f"the local model failed: {error}") from error
 
 
-def _constraint(response_format: dict, temperature: float, llama) -> dict:
+def _constraint(response_format: dict, temperature: float, llama, messages: list[dict]) -> dict:
     """OpenAI's response_format as llama-cpp-python arguments; a schema becomes a grammar, never silently dropped."""
     kind = response_format.get("type")
-    if kind == "json_schema":
-        return sampling(gbnf(json.dumps(response_format["json_schema"]["schema"])), temperature, llama)
-    if kind == "json_object" and "schema" in response_format:
-        return sampling(gbnf(json.dumps(response_format["schema"])), temperature, llama)
+    schema = response_format["json_schema"]["schema"] if kind == "json_schema" else response_format.get("schema")
+    if kind == "json_schema" or (kind == "json_object" and "schema" in response_format):
+        return sampling(gbnf(json.dumps(schema)), temperature, llama, messages, schema)
     if kind == "json_object":
         return {"response_format": {"type": "json_object"}}
     return {}

@@ -14,6 +14,8 @@ from functools import lru_cache
 
 from agent.models import ModelError
 from agent.models.local_choice import SideChoice
+from agent.models.local_closing import ObjectClosing, named_parameters
+from agent.models.local_json import JsonTrail
 
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -62,26 +64,29 @@ def _converter():
     return Converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
 
 
-def sampling(grammar: str, temperature: float, llama) -> dict:
+def sampling(grammar: str, temperature: float, llama, messages: list[dict] | None = None,
+             schema: object = None) -> dict:
     """llama-cpp-python arguments that hold a completion to ``grammar``: checked greedy choices at temperature 0,
-    llama.cpp's grammar sampler otherwise (sampling needs every allowed candidate's probability)."""
+    llama.cpp's grammar sampler otherwise (sampling needs every allowed candidate's probability). The
+    conversation's ``messages`` and the ``schema`` the grammar is of guide the choices inside a call."""
     if temperature > 0:
         from llama_cpp.llama_grammar import LlamaGrammar
 
         return {"grammar": LlamaGrammar.from_string(grammar)}
     from llama_cpp import LogitsProcessorList
 
-    return {"logits_processor": LogitsProcessorList([CheckedGreedy(llama, grammar)])}
+    return {"logits_processor": LogitsProcessorList([CheckedGreedy(llama, grammar, messages or [], schema)])}
 
 
 class CheckedGreedy:
     """A llama-cpp-python logits processor for greedy decoding under a grammar: leaves the logits alone when the
     grammar allows the most likely token, else rules out every token the grammar does not allow; where an
     action's opening settles between the final answer and a call, the side is taken by its probability
-    (agent.models.local_choice). It follows the completion through the tokens it is shown, so one processor
-    serves one completion."""
+    (agent.models.local_choice); in a call, a likely continuation is taken over closing the arguments before an
+    optional parameter the conversation names (agent.models.local_closing). It follows the completion through
+    the tokens it is shown, so one processor serves one completion."""
 
-    def __init__(self, llama, grammar: str):
+    def __init__(self, llama, grammar: str, messages: list[dict] | None = None, schema: object = None):
         import llama_cpp
 
         self.lib = llama_cpp
@@ -92,6 +97,8 @@ class CheckedGreedy:
         self.seen: int | None = None  # tokens of the prompt and the completion the grammar has accounted for
         self.one = (llama_cpp.llama_token_data * 1)()
         self.choice = SideChoice(_pieces(llama))
+        self.trail = JsonTrail()  # where the completion is in its JSON
+        self.closing = ObjectClosing(self.choice.piece, named_parameters(schema, messages or []), self.trail)
 
     def __call__(self, input_ids, logits):
         if self.seen is None:
@@ -100,9 +107,13 @@ class CheckedGreedy:
             self.lib.llama_sampler_accept(self.sampler, int(token))
             if not self.choice.settled:
                 self.choice.seen(int(token))
+            self.trail.feed(self.choice.piece(int(token)))
         self.seen = len(input_ids)
         if not self.choice.settled and (chosen := self.choice.choose(logits, self._allows)) is not None:
             logits[chosen] = logits.max() + 1.0  # the grammar allows it
+            return logits
+        if (kept := self.closing.choose(logits, self._allows)) is not None:
+            logits[kept] = logits.max() + 1.0  # the grammar allows it
             return logits
         if self._allows(int(logits.argmax())):
             return logits
