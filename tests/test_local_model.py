@@ -158,8 +158,9 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
     Compared on the same logits: two runs of llama.cpp on one prompt can differ by a tenth of a logit (where its
     cache put the tokens, how the prompt was split into batches), enough to turn a near tie such as "final"
     against "tool" after the haiku task, so two whole completions are not compared. The steps where the side
-    (answer or call) may be taken against the likeliest token (agent.models.local_choice), or an object kept
-    open against it (agent.models.local_closing), are only checked to be ones the grammar allows."""
+    (answer or call) may be taken against the likeliest token (agent.models.local_choice), an object kept
+    open against it (agent.models.local_closing), or a value kept a copy of the task's words against it
+    (agent.models.local_copy), are only checked to be ones the grammar allows."""
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     grammar = gbnf(json.dumps(protocol.options["response_format"]["json_schema"]["schema"]))
     reference = CheckedGreedy(local_model.llama, grammar)  # used only to filter every candidate
@@ -168,7 +169,7 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
 
     def observed(self, input_ids, logits):
         nonlocal shortcuts, against
-        before = (self.choice.flipped, self.closing.kept)
+        before = (self.choice.flipped, self.closing.kept, self.copy.copied)
         result = checked(self, input_ids, logits.copy())
         chosen = int(result.argmax())
         shortcuts += chosen == int(logits.argmax())  # the likeliest token was allowed: nothing was filtered
@@ -178,7 +179,7 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
         reference.seen = len(input_ids)
         allowed = reference._filtered(logits.copy())
         assert allowed[chosen] > -math.inf  # even a token taken by the choice of side is one the grammar allows
-        if (self.choice.flipped, self.closing.kept) == before:  # not taken against the likeliest
+        if (self.choice.flipped, self.closing.kept, self.copy.copied) == before:  # not taken against the likeliest
             steps.append((chosen, int(allowed.argmax())))
         else:
             against += 1

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from agent.models.local_choice import CANDIDATES
+from agent.models.local_copy import said
 from agent.models.local_json import JsonTrail
 
 KEEP_OPEN = 0.33  # the continuation is taken where its probability is at least this share of closing's
@@ -38,7 +39,7 @@ def named_parameters(schema: object, messages: list[dict]) -> dict[str, set[str]
     """For each tool call the action schema ``schema`` allows, by tool name: its optional parameters that the
     user's (and tools') messages name, by a word of the parameter's name (a plural "s" allowed) or by all the
     words of one of its allowed string values."""
-    words = set(WORD.findall(_said(messages)))
+    words = set(WORD.findall(said(messages)))
     named: dict[str, set[str]] = {}
     try:
         calls = list(_calls(schema))
@@ -51,19 +52,6 @@ def named_parameters(schema: object, messages: list[dict]) -> dict[str, set[str]
         if found:
             named[tool] = found
     return named
-
-
-def _said(messages: list[dict]) -> str:
-    parts = []
-    for message in messages:
-        if message.get("role") not in ("user", "tool"):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):  # an OpenAI message's parts
-            parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return "\n".join(parts).lower()
 
 
 def _calls(schema) -> Iterator[tuple[str, dict]]:

@@ -15,6 +15,7 @@ from functools import lru_cache
 from agent.models import ModelError
 from agent.models.local_choice import SideChoice
 from agent.models.local_closing import ObjectClosing, named_parameters
+from agent.models.local_copy import ValueCopy, said
 from agent.models.local_json import JsonTrail
 
 ANY_CHAR = r'char ::= [^"\\]'
@@ -83,8 +84,9 @@ class CheckedGreedy:
     grammar allows the most likely token, else rules out every token the grammar does not allow; where an
     action's opening settles between the final answer and a call, the side is taken by its probability
     (agent.models.local_choice); in a call, a likely continuation is taken over closing the arguments before an
-    optional parameter the conversation names (agent.models.local_closing). It follows the completion through
-    the tokens it is shown, so one processor serves one completion."""
+    optional parameter the conversation names (agent.models.local_closing), and over the likeliest token a
+    likely one that keeps a string value a copy of the conversation's words (agent.models.local_copy). It
+    follows the completion through the tokens it is shown, so one processor serves one completion."""
 
     def __init__(self, llama, grammar: str, messages: list[dict] | None = None, schema: object = None):
         import llama_cpp
@@ -99,6 +101,7 @@ class CheckedGreedy:
         self.choice = SideChoice(_pieces(llama))
         self.trail = JsonTrail()  # where the completion is in its JSON
         self.closing = ObjectClosing(self.choice.piece, named_parameters(schema, messages or []), self.trail)
+        self.copy = ValueCopy(self.choice.piece, said(messages or []), self.trail)
 
     def __call__(self, input_ids, logits):
         if self.seen is None:
@@ -112,9 +115,10 @@ class CheckedGreedy:
         if not self.choice.settled and (chosen := self.choice.choose(logits, self._allows)) is not None:
             logits[chosen] = logits.max() + 1.0  # the grammar allows it
             return logits
-        if (kept := self.closing.choose(logits, self._allows)) is not None:
-            logits[kept] = logits.max() + 1.0  # the grammar allows it
-            return logits
+        for chooser in (self.closing, self.copy):
+            if (taken := chooser.choose(logits, self._allows)) is not None:
+                logits[taken] = logits.max() + 1.0  # the grammar allows it
+                return logits
         if self._allows(int(logits.argmax())):
             return logits
         return self._filtered(logits)
