@@ -1,12 +1,11 @@
 """Where a call's arguments close, read from the probabilities of closing and continuing them, for an optional
 parameter the conversation names; on logits made up for a small vocabulary (the real model's steps:
 tests/test_local_model.py)."""
-import math
-
 import pytest
 
 from agent.models.local_closing import KEEP_OPEN, ObjectClosing, named_parameters
 from agent.parsing import action_schema
+from tests.token_steps import Vocabulary
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
 
@@ -15,21 +14,9 @@ CALL = '[{"type": "tool_call", "tool": "get_record", "arguments": {"county":'  #
 VOCABULARY = ['"}}', '",', '}}]', ',', ' "', 'details', '":', ' true', 'Diego', ' County', '\\"', 'x', '}', ' 2022',
               CALL, '{"type": "final", "answer":', ' {"inner":',
               '[{"type": "tool_call", "tool": "other_tool", "arguments": {"county":']
-TOKEN = {text: number for number, text in enumerate(VOCABULARY)}
-EVERY = range(len(VOCABULARY)).__contains__  # a grammar that allows every token
+WORDS = Vocabulary(VOCABULARY)
+TOKEN, EVERY, piece, logits = WORDS.token, WORDS.every, WORDS.piece, WORDS.logits
 NAMED = {"get_record": {"details"}}  # the conversation names get_record's optional parameter "details"
-
-
-def piece(token: int) -> str:
-    return VOCABULARY[token] if token < len(VOCABULARY) else "\u00b7"  # the padding: tokens of no JSON
-
-
-def logits(probabilities: dict[str, float]):
-    """Logits over VOCABULARY (padded past the candidates looked at) giving these tokens these probabilities."""
-    values = np.full(len(VOCABULARY) + 60, -30.0, dtype=np.single)
-    for text, probability in probabilities.items():
-        values[TOKEN[text]] = math.log(probability)
-    return values
 
 
 def after(*texts: str, start: str = CALL, named=None) -> ObjectClosing:

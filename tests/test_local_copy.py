@@ -1,11 +1,10 @@
 """A call's string value kept a copy of the conversation's words where a copying token is nearly as likely as the
 likeliest; on logits made up for a small vocabulary (the real model's steps: tests/test_local_model.py)."""
-import math
-
 import pytest
 
 from agent.models.local_copy import COPY, ValueCopy, said
 from agent.models.local_json import JsonTrail
+from tests.token_steps import Vocabulary
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
 
@@ -13,21 +12,10 @@ CALL = '[{"type": "tool_call", "tool": "book_hotel", "arguments": {"room_type": 
 VOCABULARY = ['Standard', 'Single', 'single', '",', '"}}', ' room', '10', '/', 'th', ' December', 'x', CALL,
               '{"type": "final", "answer": "', '[{"type": "tool_call", "tool": "book_hotel", "arguments": {"',
               '[{"type": "tool_call", "tool": "book_hotel", "arguments": {"filters": {"kind": "']
-TOKEN = {text: number for number, text in enumerate(VOCABULARY)}
-EVERY = range(len(VOCABULARY)).__contains__  # a grammar that allows every token
+WORDS = Vocabulary(VOCABULARY)
+TOKEN, EVERY, piece, logits = WORDS.token, WORDS.every, WORDS.piece, WORDS.logits
 TASK = [{"role": "system", "content": "Standard rooms are in the tool's documentation, not in the task"},
         {"role": "user", "content": "Book a single room for two nights, starting from 10th December 2022."}]
-
-
-def piece(token: int) -> str:
-    return VOCABULARY[token] if token < len(VOCABULARY) else "\u00b7"  # the padding: tokens of no JSON
-
-
-def logits(probabilities: dict[str, float]):
-    values = np.full(len(VOCABULARY) + 60, -30.0, dtype=np.single)
-    for text, probability in probabilities.items():
-        values[TOKEN[text]] = math.log(probability)
-    return values
 
 
 def after(*texts: str, start: str = CALL, messages=TASK) -> ValueCopy:
