@@ -111,3 +111,20 @@ def test_a_grammar_of_another_schema_is_left_to_greedy_decoding():
     choice = SideChoice(VOCABULARY.__getitem__)
     assert choice.choose(logits(**{p("hello"): 0.9, p("{"): 0.1}), lambda token: token == TOKEN["hello"]) is None
     assert choice.settled and not choice.flipped
+
+
+@pytest.mark.parametrize("final, called", [(0.6, True), (0.7, False)])
+def test_where_the_user_names_a_tool_the_call_is_taken_unless_the_answer_holds_odds_times_its_share(final, called):
+    """"The area of a circle" with geometry_area_circle offered: calling's 0.4 against the answer's 0.6 is taken
+    (the answer holds less than twice it); 0.3 against 0.7 is not."""
+    choice = SideChoice(VOCABULARY.__getitem__, tool_named=True)
+    taken = follow(choice, opening_steps(batch=0.0, final=final))
+    assert (VOCABULARY[taken[-1]] == "tool") is called and choice.flipped is called
+
+
+def test_a_named_tool_does_not_make_an_answer_easier_to_take_over_a_greedy_call():
+    """The answer's 0.6 against a greedy call's 0.4 (split): it needs ODDS times calling's share, named or not."""
+    choice = SideChoice(VOCABULARY.__getitem__, tool_named=True)
+    steps = opening_steps(batch=0.0, final=0.5)[:4] + [{p("tool"): 0.4, p("final"): 0.3, p("fin"): 0.3}]
+    taken = follow(choice, steps)
+    assert VOCABULARY[taken[-1]] == "tool" and not choice.flipped

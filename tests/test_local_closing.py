@@ -3,8 +3,7 @@ parameter the conversation names; on logits made up for a small vocabulary (the 
 tests/test_local_model.py)."""
 import pytest
 
-from agent.models.local_closing import KEEP_OPEN, ObjectClosing, named_parameters
-from agent.parsing import action_schema
+from agent.models.local_closing import KEEP_OPEN, ObjectClosing
 from tests.token_steps import Vocabulary
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
@@ -101,55 +100,3 @@ def test_a_step_whose_likeliest_token_does_not_close_an_object_is_left_alone(lik
 def test_a_closing_token_the_grammar_does_not_allow_is_left_to_the_grammar():
     closing = after(" 2022")
     assert closing.choose(logits({"}": 0.6, ",": 0.4}), lambda token: token != TOKEN["}"]) is None
-
-
-RECORD = {"type": "object", "required": ["case_number"],
-          "properties": {"case_number": {"type": "string"}, "details": {"type": "boolean"},
-                         "sortBy": {"type": "string"}, "to": {"type": "string"},
-                         "categories": {"type": "array", "items": {"type": "string", "enum": ["vegan", "gluten-free"]}},
-                         "unit": {"type": "string", "enum": ["km", "mi"]}}}
-
-
-def named(*user: str, role: str = "user") -> set[str]:
-    schema = action_schema({"get_record": RECORD, "other": {"type": "object", "properties": {}}}).schema
-    return named_parameters(schema, [{"role": "system", "content": "details sort categories unit case number"},
-                                     *({"role": role, "content": text} for text in user)]).get("get_record", set())
-
-
-def test_a_parameter_is_named_by_a_word_of_its_name_in_the_users_words():
-    assert named("Look up the details of case CA123") == {"details"}
-    assert named("Sort the records by date") == {"sortBy"}  # camelCase is split; "sort" is a word of the task
-    assert named("the Details, please") == {"details"}  # case aside
-
-
-def test_the_system_prompt_which_names_every_parameter_does_not_count():
-    assert named("Look up case CA123") == set()
-
-
-def test_a_required_parameter_and_a_word_shorter_than_three_letters_are_not_named():
-    assert named("the case number, and send it to me") == set()  # "case" names a required one, "to" is too short
-
-
-def test_a_plural_of_a_names_word_names_it():
-    assert named("what units is it in?") == {"unit"}
-
-
-def test_an_allowed_value_names_a_parameter_when_all_its_words_are_said():
-    assert named("vegetarian and gluten-free foods") == {"categories"}
-    assert named("gluten is bad") == set()
-    assert named("ten km of road") == set()  # a value of two letters is too short to name it
-
-
-def test_messages_in_parts_and_tool_results_are_read():
-    assert named([{"type": "text", "text": "with details"}, {"type": "image_url"}], role="user") == {"details"}
-    assert named("details: yes", role="tool") == {"details"}
-    assert named("with details", role="assistant") == set()
-
-
-def test_a_schema_of_no_calls_or_nested_past_recursion_names_nothing():
-    assert named_parameters({"type": "object", "properties": {"details": {"type": "string"}}},
-                            [{"role": "user", "content": "details"}]) == {}
-    deep: dict = {}
-    for _ in range(5000):
-        deep = {"anyOf": [deep]}
-    assert named_parameters(deep, [{"role": "user", "content": "details"}]) == {}

@@ -2,8 +2,9 @@
 likeliest; on logits made up for a small vocabulary (the real model's steps: tests/test_local_model.py)."""
 import pytest
 
-from agent.models.local_copy import COPY, ValueCopy, said
+from agent.models.local_copy import COPY, ValueCopy
 from agent.models.local_json import JsonTrail
+from agent.models.local_named import said
 from tests.token_steps import Vocabulary
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
@@ -74,12 +75,3 @@ def test_only_a_copying_token_the_grammar_allows_counts():
     copy = after()
     assert copy.choose(logits({"Standard": 0.4, "Single": 0.35, "single": 0.25}),
                        lambda token: token != TOKEN["Single"]) == TOKEN["single"]
-
-
-def test_the_words_copied_from_are_the_users_and_the_tools_not_the_system_prompts_or_the_models():
-    text = said([{"role": "system", "content": "Alpha"}, {"role": "user", "content": "Beta"},
-                 {"role": "assistant", "content": "Gamma"}, {"role": "tool", "content": "Delta"},
-                 {"role": "user", "content": [{"type": "text", "text": "Epsilon"}, {"type": "image_url"}]}])
-    assert text == "beta\ndelta\nepsilon"
-    assert after(messages=[{"role": "system", "content": "a single room"}]).choose(
-        logits({"Standard": 0.5, "Single": 0.5}), EVERY) is None  # nothing said: nothing to copy

@@ -13,6 +13,11 @@ from an answer to a call, 4 of them rightly (simple_python 31 to 35 of 40) and 1
 the question (irrelevance 38 to 27): the model gives calling the larger share on many a question that no
 offered tool answers, and only a clear majority told the two apart (docs/experiments.md).
 
+Where the user's words say a tool's name (agent.models.local_named.tools_named: "the final speed of an object"
+with calculate_final_speed offered), the call is the side taken unless the answer holds ODDS times its share:
+the prompt asks for the call "even if you think you know the answer", and on BFCL the grammar arm's answers
+from memory where native called the tool were mostly of such questions, their calling share 0.37 to 0.64.
+
 Only the tokens of an action's opening are looked at (an action's "type" is its first key): a grammar of
 another schema never settles a side, and is decoded greedily as it is.
 """
@@ -39,8 +44,9 @@ class SideChoice:
     """Follows one completion's tokens (``seen``) and, at each step until the side is settled, may name the token
     to take instead of the likeliest (``choose``)."""
 
-    def __init__(self, piece: Callable[[int], str]):
+    def __init__(self, piece: Callable[[int], str], tool_named: bool = False):
         self.piece = piece  # a token's text
+        self.tool_named = tool_named  # whether the user's words say a tool's name: the call is the default
         self.text = ""  # the completion so far, without whitespace
         self.mass = {"final": 0.0, "call": 0.0}  # probability of the tokens that settled each side so far
         self.path = 1.0  # probability of the greedy path up to this step
@@ -74,7 +80,8 @@ class SideChoice:
             return None
         self.settled = True
         other = "final" if greedy == "call" else "call"
-        if self.mass[other] < ODDS * self.mass[greedy]:
+        odds = 1 / ODDS if self.tool_named and other == "call" else ODDS
+        if self.mass[other] < odds * self.mass[greedy]:
             return None
         self.flipped = True
         return next(t for t in allowed if sides[t] == other)

@@ -9,7 +9,7 @@ continuing tokens held a third to a half of the closing ones' probability.
 
 Here, where the likeliest token closes a call's arguments, the object is continued when both hold:
 - an optional parameter of the tool, not yet written, is named in the conversation (a word of its name, or one
-  of its allowed values, is a word of the user's messages): ``named_parameters``;
+  of its allowed values, is a word of the user's messages): ``agent.models.local_named.named_parameters``;
 - the continuing tokens hold at least KEEP_OPEN times the closing tokens' probability.
 Without the first condition (tried on 2026-12-06, docs/experiments.md), the object was also kept open for
 optional values nobody gave (a make, a permeability, a precision), which cost as much as it bought.
@@ -22,71 +22,19 @@ greedily as before.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from agent.models.local_choice import CANDIDATES
-from agent.models.local_copy import said
 from agent.models.local_json import JsonTrail
 
 KEEP_OPEN = 0.33  # the continuation is taken where its probability is at least this share of closing's
-MIN_WORD = 3  # letters of the shortest word of a parameter's name or value that names it ("to", "id" do not)
-WORD = re.compile(r"[a-z0-9]+")
-NAME_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")  # snake_case, camelCase and ACRONYMS split into words
-
-
-def named_parameters(schema: object, messages: list[dict]) -> dict[str, set[str]]:
-    """For each tool call the action schema ``schema`` allows, by tool name: its optional parameters that the
-    user's (and tools') messages name, by a word of the parameter's name (a plural "s" allowed) or by all the
-    words of one of its allowed string values."""
-    words = set(WORD.findall(said(messages)))
-    named: dict[str, set[str]] = {}
-    try:
-        calls = list(_calls(schema))
-    except RecursionError:  # a client's schema nested deeper than Python recurses: no call object is looked for
-        return {}
-    for tool, parameters in calls:
-        required = set(parameters.get("required") or [])
-        found = {name for name, spec in (parameters.get("properties") or {}).items()
-                 if name not in required and _is_named(name, spec, words)}
-        if found:
-            named[tool] = found
-    return named
-
-
-def _calls(schema) -> Iterator[tuple[str, dict]]:
-    """(tool name, arguments schema) of each call object in an action schema (agent.parsing.action_schema)."""
-    if isinstance(schema, list):
-        for item in schema:
-            yield from _calls(item)
-    elif isinstance(schema, dict):
-        properties = schema.get("properties")
-        if isinstance(properties, dict) and isinstance(properties.get("tool"), dict) \
-                and isinstance(properties["tool"].get("const"), str) and isinstance(properties.get("arguments"), dict):
-            yield properties["tool"]["const"], properties["arguments"]
-            return
-        for value in schema.values():
-            yield from _calls(value)
-
-
-def _is_named(name: str, spec, said_words: set[str]) -> bool:
-    words = [w.lower() for w in NAME_WORD.findall(name) if len(w) >= MIN_WORD]
-    if any(w in said_words or w + "s" in said_words for w in words):
-        return True
-    spec = spec if isinstance(spec, dict) else {}
-    items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
-    values = spec.get("enum") or items.get("enum") or []
-    for value in values if isinstance(values, list) else []:
-        value_words = WORD.findall(value.lower()) if isinstance(value, str) else []
-        if value_words and len("".join(value_words)) >= MIN_WORD and all(w in said_words for w in value_words):
-            return True
-    return False
+KEEP_OPEN = 0.33  # the continuation is taken where its probability is at least this share of closing's
 
 
 class ObjectClosing:
     """Follows one completion's tokens (``seen``) and names the token that continues a call's arguments where the
     likeliest one would close them, the conversation names an optional parameter not yet written, and continuing
-    is likely enough (``choose``). ``named``: from ``named_parameters``."""
+    is likely enough (``choose``). ``named``: from ``local_named.named_parameters``."""
 
     def __init__(self, piece: Callable[[int], str], named: dict[str, set[str]], trail: JsonTrail | None = None):
         self.piece, self.named = piece, named

@@ -19,23 +19,10 @@ from agent.models.local_json import JsonTrail
 COPY = 0.5  # a copying token is taken where its probability is at least this share of the likeliest token's
 
 
-def said(messages: list[dict]) -> str:
-    """The words of the user's (and tools') messages, lower-cased, that values are copied from."""
-    parts = []
-    for message in messages:
-        if message.get("role") not in ("user", "tool"):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):  # an OpenAI message's parts
-            parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return "\n".join(parts).lower()
-
-
 class ValueCopy:
     """Names the token to take instead of the likeliest where that one would end a string value's copy of
-    ``text`` (from ``said``) and a copying token is likely enough (``choose``); ``trail`` is fed the completion."""
+    ``text`` (from ``local_named.said``) and a copying token is likely enough (``choose``); ``trail`` is fed
+    the completion."""
 
     def __init__(self, piece: Callable[[int], str], text: str, trail: JsonTrail):
         self.piece, self.text, self.trail = piece, text, trail

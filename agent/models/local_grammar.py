@@ -14,9 +14,10 @@ from functools import lru_cache
 
 from agent.models import ModelError
 from agent.models.local_choice import SideChoice
-from agent.models.local_closing import ObjectClosing, named_parameters
-from agent.models.local_copy import ValueCopy, said
+from agent.models.local_closing import ObjectClosing
+from agent.models.local_copy import ValueCopy
 from agent.models.local_json import JsonTrail
+from agent.models.local_named import named_parameters, said, tools_named
 
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -98,7 +99,7 @@ class CheckedGreedy:
             raise ModelError("llama.cpp could not read the grammar for this schema; drop --constrain")
         self.seen: int | None = None  # tokens of the prompt and the completion the grammar has accounted for
         self.one = (llama_cpp.llama_token_data * 1)()
-        self.choice = SideChoice(_pieces(llama))
+        self.choice = SideChoice(_pieces(llama), tool_named=tools_named(schema, messages or []))
         self.trail = JsonTrail()  # where the completion is in its JSON
         self.closing = ObjectClosing(self.choice.piece, named_parameters(schema, messages or []), self.trail)
         self.copy = ValueCopy(self.choice.piece, said(messages or []), self.trail)

@@ -1,0 +1,93 @@
+"""What the user's words name: the text of the user's (and tools') messages, the optional parameters and the
+tools whose names it says; read by the embedded model's choices (local_choice, local_closing, local_copy).
+The system prompt, which names every tool and parameter, and the model's own messages do not count."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+MIN_WORD = 3  # letters of the shortest word of a parameter's name or value that names it ("to", "id" do not)
+WORD = re.compile(r"[a-z0-9]+")
+NAME_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")  # snake_case, camelCase and ACRONYMS split into words
+
+
+def named_parameters(schema: object, messages: list[dict]) -> dict[str, set[str]]:
+    """For each tool call the action schema ``schema`` allows, by tool name: its optional parameters that the
+    user's (and tools') messages name, by a word of the parameter's name (a plural "s" allowed) or by all the
+    words of one of its allowed string values."""
+    words = set(WORD.findall(said(messages)))
+    named: dict[str, set[str]] = {}
+    try:
+        calls = list(_calls(schema))
+    except RecursionError:  # a client's schema nested deeper than Python recurses: no call object is looked for
+        return {}
+    for tool, parameters in calls:
+        required = set(parameters.get("required") or [])
+        found = {name for name, spec in (parameters.get("properties") or {}).items()
+                 if name not in required and _is_named(name, spec, words)}
+        if found:
+            named[tool] = found
+    return named
+
+
+def tools_named(schema: object, messages: list[dict]) -> bool:
+    """Whether the user's words say a tool's name before the model's first reply: every word of it (three letters
+    or more, a plural allowed) but the first of a name of several words, which is mostly a verb or a namespace
+    ("calculate_final_speed", "geometry_area_circle"). Once the model has replied, what follows in the user's
+    place (a tool's results, a re-ask) names the tools called, which says nothing of whether to call again."""
+    if any(message.get("role") == "assistant" for message in messages):
+        return False
+    words = set(WORD.findall(said(messages)))
+    try:
+        calls = list(_calls(schema))
+    except RecursionError:
+        return False
+    for tool, _ in calls:
+        parts = [w.lower() for w in NAME_WORD.findall(tool)]
+        parts = [w for w in (parts[1:] if len(parts) > 1 else parts) if len(w) >= MIN_WORD]
+        if parts and all(w in words or w + "s" in words for w in parts):
+            return True
+    return False
+
+
+def _calls(schema) -> Iterator[tuple[str, dict]]:
+    """(tool name, arguments schema) of each call object in an action schema (agent.parsing.action_schema)."""
+    if isinstance(schema, list):
+        for item in schema:
+            yield from _calls(item)
+    elif isinstance(schema, dict):
+        properties = schema.get("properties")
+        if isinstance(properties, dict) and isinstance(properties.get("tool"), dict) \
+                and isinstance(properties["tool"].get("const"), str) and isinstance(properties.get("arguments"), dict):
+            yield properties["tool"]["const"], properties["arguments"]
+            return
+        for value in schema.values():
+            yield from _calls(value)
+
+
+def _is_named(name: str, spec, said_words: set[str]) -> bool:
+    words = [w.lower() for w in NAME_WORD.findall(name) if len(w) >= MIN_WORD]
+    if any(w in said_words or w + "s" in said_words for w in words):
+        return True
+    spec = spec if isinstance(spec, dict) else {}
+    items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
+    values = spec.get("enum") or items.get("enum") or []
+    for value in values if isinstance(values, list) else []:
+        value_words = WORD.findall(value.lower()) if isinstance(value, str) else []
+        if value_words and len("".join(value_words)) >= MIN_WORD and all(w in said_words for w in value_words):
+            return True
+    return False
+
+
+def said(messages: list[dict]) -> str:
+    """The words of the user's (and tools') messages, lower-cased, that values are copied from."""
+    parts = []
+    for message in messages:
+        if message.get("role") not in ("user", "tool"):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):  # an OpenAI message's parts
+            parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return "\n".join(parts).lower()
