@@ -4,6 +4,7 @@ tests/test_local_model.py)."""
 import pytest
 
 from agent.models.local_closing import KEEP_OPEN, ObjectClosing
+from agent.models.local_json import JsonTrail
 from tests.token_steps import Vocabulary
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
@@ -20,10 +21,10 @@ NAMED = {"get_record": {"details"}}  # the conversation names get_record's optio
 
 def after(*texts: str, start: str = CALL, named=None) -> ObjectClosing:
     """A closing that has seen these tokens of a completion, after ``start``."""
-    closing = ObjectClosing(piece, NAMED if named is None else named)
+    trail = JsonTrail()
     for text in (start, *texts):
-        closing.seen(TOKEN[text])
-    return closing
+        trail.feed(text)
+    return ObjectClosing(piece, NAMED if named is None else named, trail)
 
 
 def test_a_string_value_continued_with_a_third_of_closings_probability_goes_on_to_the_next_key():

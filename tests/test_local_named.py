@@ -1,5 +1,5 @@
 """What the user's words name: the parameters and tools the embedded model's choices favour."""
-from agent.models.local_named import named_parameters, said, tools_named
+from agent.models.local_named import named as read, said
 from agent.parsing import action_schema
 
 RECORD = {"type": "object", "required": ["case_number"],
@@ -11,8 +11,8 @@ RECORD = {"type": "object", "required": ["case_number"],
 
 def named(*user: str, role: str = "user") -> set[str]:
     schema = action_schema({"get_record": RECORD, "other": {"type": "object", "properties": {}}}).schema
-    return named_parameters(schema, [{"role": "system", "content": "details sort categories unit case number"},
-                                     *({"role": role, "content": text} for text in user)]).get("get_record", set())
+    return read(schema, [{"role": "system", "content": "details sort categories unit case number"},
+                         *({"role": role, "content": text} for text in user)]).parameters.get("get_record", set())
 
 
 def test_a_parameter_is_named_by_a_word_of_its_name_in_the_users_words():
@@ -46,12 +46,12 @@ def test_messages_in_parts_and_tool_results_are_read():
 
 
 def test_a_schema_of_no_calls_or_nested_past_recursion_names_nothing():
-    assert named_parameters({"type": "object", "properties": {"details": {"type": "string"}}},
-                            [{"role": "user", "content": "details"}]) == {}
+    assert read({"type": "object", "properties": {"details": {"type": "string"}}},
+                [{"role": "user", "content": "details"}]).parameters == {}
     deep: dict = {}
     for _ in range(5000):
         deep = {"anyOf": [deep]}
-    assert named_parameters(deep, [{"role": "user", "content": "details"}]) == {}
+    assert read(deep, [{"role": "user", "content": "details"}]).parameters == {}
 
 
 def test_the_words_copied_from_are_the_users_and_the_tools_not_the_system_prompts_or_the_models():
@@ -66,8 +66,8 @@ def schema(*names: str) -> dict:
 
 
 def says(text: str, *names: str) -> bool:
-    return tools_named(schema(*names), [{"role": "system", "content": " ".join(names)},
-                                        {"role": "user", "content": text}])
+    return read(schema(*names), [{"role": "system", "content": " ".join(names)},
+                                 {"role": "user", "content": text}]).tool_named
 
 
 def test_a_tool_is_named_when_its_names_words_but_the_first_are_said():
@@ -92,5 +92,5 @@ def test_after_the_models_first_reply_no_tool_is_named():
     """A result or a re-ask in the user's place names the tool called ("1. calculate_final_speed: 44.3")."""
     messages = [{"role": "user", "content": "the final speed of a ball"}, {"role": "assistant", "content": "[...]"},
                 {"role": "user", "content": "1. calculate_final_speed: 44.3"}]
-    assert not tools_named(schema("calculate_final_speed"), messages)
-    assert tools_named(schema("calculate_final_speed"), messages[:1])
+    assert not read(schema("calculate_final_speed"), messages).tool_named
+    assert read(schema("calculate_final_speed"), messages[:1]).tool_named

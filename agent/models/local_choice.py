@@ -13,7 +13,7 @@ from an answer to a call, 4 of them rightly (simple_python 31 to 35 of 40) and 1
 the question (irrelevance 38 to 27): the model gives calling the larger share on many a question that no
 offered tool answers, and only a clear majority told the two apart (docs/experiments.md).
 
-Where the user's words say a tool's name (agent.models.local_named.tools_named: "the final speed of an object"
+Where the user's words say a tool's name (agent.models.local_named.named: "the final speed of an object"
 with calculate_final_speed offered), the call is the side taken unless the answer holds ODDS times its share:
 the prompt asks for the call "even if you think you know the answer", and on BFCL the grammar arm's answers
 from memory where native called the tool were mostly of such questions, their calling share 0.37 to 0.64.

@@ -9,7 +9,7 @@ continuing tokens held a third to a half of the closing ones' probability.
 
 Here, where the likeliest token closes a call's arguments, the object is continued when both hold:
 - an optional parameter of the tool, not yet written, is named in the conversation (a word of its name, or one
-  of its allowed values, is a word of the user's messages): ``agent.models.local_named.named_parameters``;
+  of its allowed values, is a word of the user's messages): ``agent.models.local_named.named``;
 - the continuing tokens hold at least KEEP_OPEN times the closing tokens' probability.
 Without the first condition (tried on 2026-12-06, docs/experiments.md), the object was also kept open for
 optional values nobody gave (a make, a permeability, a precision), which cost as much as it bought.
@@ -28,21 +28,16 @@ from agent.models.local_choice import CANDIDATES
 from agent.models.local_json import JsonTrail
 
 KEEP_OPEN = 0.33  # the continuation is taken where its probability is at least this share of closing's
-KEEP_OPEN = 0.33  # the continuation is taken where its probability is at least this share of closing's
 
 
 class ObjectClosing:
-    """Follows one completion's tokens (``seen``) and names the token that continues a call's arguments where the
-    likeliest one would close them, the conversation names an optional parameter not yet written, and continuing
-    is likely enough (``choose``). ``named``: from ``local_named.named_parameters``."""
+    """Names the token that continues a call's arguments where the likeliest one would close them, the
+    conversation names an optional parameter not yet written, and continuing is likely enough (``choose``).
+    ``named``: the parameters named, by tool (``local_named.named``); ``trail`` is fed the completion."""
 
-    def __init__(self, piece: Callable[[int], str], named: dict[str, set[str]], trail: JsonTrail | None = None):
-        self.piece, self.named = piece, named
-        self.trail = trail or JsonTrail()  # where the completion is (shared with whoever feeds it)
+    def __init__(self, piece: Callable[[int], str], named: dict[str, set[str]], trail: JsonTrail):
+        self.piece, self.named, self.trail = piece, named, trail
         self.kept = 0  # how many times an object was kept open against the likeliest token
-
-    def seen(self, token: int) -> None:
-        self.trail.feed(self.piece(token))
 
     def unwritten(self) -> set[str]:
         """The named optional parameters not yet written, where the innermost open object is a call's arguments."""

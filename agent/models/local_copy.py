@@ -21,7 +21,7 @@ COPY = 0.5  # a copying token is taken where its probability is at least this sh
 
 class ValueCopy:
     """Names the token to take instead of the likeliest where that one would end a string value's copy of
-    ``text`` (from ``local_named.said``) and a copying token is likely enough (``choose``); ``trail`` is fed
+    ``text`` (``local_named.named``'s) and a copying token is likely enough (``choose``); ``trail`` is fed
     the completion."""
 
     def __init__(self, piece: Callable[[int], str], text: str, trail: JsonTrail):

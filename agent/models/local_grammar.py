@@ -17,7 +17,7 @@ from agent.models.local_choice import SideChoice
 from agent.models.local_closing import ObjectClosing
 from agent.models.local_copy import ValueCopy
 from agent.models.local_json import JsonTrail
-from agent.models.local_named import named_parameters, said, tools_named
+from agent.models.local_named import named
 
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -99,10 +99,11 @@ class CheckedGreedy:
             raise ModelError("llama.cpp could not read the grammar for this schema; drop --constrain")
         self.seen: int | None = None  # tokens of the prompt and the completion the grammar has accounted for
         self.one = (llama_cpp.llama_token_data * 1)()
-        self.choice = SideChoice(_pieces(llama), tool_named=tools_named(schema, messages or []))
+        user = named(schema, messages or [])
+        self.choice = SideChoice(_pieces(llama), tool_named=user.tool_named)
         self.trail = JsonTrail()  # where the completion is in its JSON
-        self.closing = ObjectClosing(self.choice.piece, named_parameters(schema, messages or []), self.trail)
-        self.copy = ValueCopy(self.choice.piece, said(messages or []), self.trail)
+        self.closing = ObjectClosing(self.choice.piece, user.parameters, self.trail)
+        self.copy = ValueCopy(self.choice.piece, user.text, self.trail)
 
     def __call__(self, input_ids, logits):
         if self.seen is None:

@@ -1,53 +1,57 @@
 """What the user's words name: the text of the user's (and tools') messages, the optional parameters and the
-tools whose names it says; read by the embedded model's choices (local_choice, local_closing, local_copy).
+tools whose names it says (``named``); read by the embedded model's choices (local_choice, local_closing,
+local_copy).
 The system prompt, which names every tool and parameter, and the model's own messages do not count."""
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 MIN_WORD = 3  # letters of the shortest word of a parameter's name or value that names it ("to", "id" do not)
 WORD = re.compile(r"[a-z0-9]+")
 NAME_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")  # snake_case, camelCase and ACRONYMS split into words
 
 
-def named_parameters(schema: object, messages: list[dict]) -> dict[str, set[str]]:
-    """For each tool call the action schema ``schema`` allows, by tool name: its optional parameters that the
-    user's (and tools') messages name, by a word of the parameter's name (a plural "s" allowed) or by all the
-    words of one of its allowed string values."""
-    words = set(WORD.findall(said(messages)))
-    named: dict[str, set[str]] = {}
+@dataclass
+class Named:
+    """What one conversation's user words name, read once per completion (``named``)."""
+
+    text: str  # the user's (and tools') messages, lower-cased: what values are copied from (local_copy)
+    parameters: dict[str, set[str]]  # by tool, the optional parameters named (local_closing)
+    tool_named: bool  # whether a tool's name is said before the model's first reply (local_choice)
+
+
+def named(schema: object, messages: list[dict]) -> Named:
+    """What the user's (and tools') messages name among the tool calls the action schema ``schema`` allows.
+
+    An optional parameter is named by a word of its name (a plural "s" allowed) or by all the words of one of
+    its allowed string values. A tool is named before the model's first reply by every word of its name (three
+    letters or more, a plural allowed) but the first of a name of several words, which is mostly a verb or a
+    namespace ("calculate_final_speed", "geometry_area_circle"); once the model has replied, what follows in the
+    user's place (a tool's results, a re-ask) names the tools called, which says nothing of whether to call
+    again."""
+    text = said(messages)
+    words = set(WORD.findall(text))
     try:
         calls = list(_calls(schema))
     except RecursionError:  # a client's schema nested deeper than Python recurses: no call object is looked for
-        return {}
-    for tool, parameters in calls:
-        required = set(parameters.get("required") or [])
-        found = {name for name, spec in (parameters.get("properties") or {}).items()
+        calls = []
+    parameters: dict[str, set[str]] = {}
+    for tool, arguments in calls:
+        required = set(arguments.get("required") or [])
+        found = {name for name, spec in (arguments.get("properties") or {}).items()
                  if name not in required and _is_named(name, spec, words)}
         if found:
-            named[tool] = found
-    return named
+            parameters[tool] = found
+    replied = any(message.get("role") == "assistant" for message in messages)
+    return Named(text, parameters, not replied and any(_tool_is_named(tool, words) for tool, _ in calls))
 
 
-def tools_named(schema: object, messages: list[dict]) -> bool:
-    """Whether the user's words say a tool's name before the model's first reply: every word of it (three letters
-    or more, a plural allowed) but the first of a name of several words, which is mostly a verb or a namespace
-    ("calculate_final_speed", "geometry_area_circle"). Once the model has replied, what follows in the user's
-    place (a tool's results, a re-ask) names the tools called, which says nothing of whether to call again."""
-    if any(message.get("role") == "assistant" for message in messages):
-        return False
-    words = set(WORD.findall(said(messages)))
-    try:
-        calls = list(_calls(schema))
-    except RecursionError:
-        return False
-    for tool, _ in calls:
-        parts = [w.lower() for w in NAME_WORD.findall(tool)]
-        parts = [w for w in (parts[1:] if len(parts) > 1 else parts) if len(w) >= MIN_WORD]
-        if parts and all(w in words or w + "s" in words for w in parts):
-            return True
-    return False
+def _tool_is_named(tool: str, words: set[str]) -> bool:
+    parts = [w.lower() for w in NAME_WORD.findall(tool)]
+    parts = [w for w in (parts[1:] if len(parts) > 1 else parts) if len(w) >= MIN_WORD]
+    return bool(parts) and all(w in words or w + "s" in words for w in parts)
 
 
 def _calls(schema) -> Iterator[tuple[str, dict]]:
