@@ -50,3 +50,12 @@ def test_the_whole_call_leaves_nothing_open():
 def test_stray_closing_brackets_and_a_huge_value_end_cleanly():
     trail = fed("]]}}" + '{"type": "tool_call", "tool": "t", "arguments": {"k": "' + "x" * 100_000, 4096)
     assert trail.in_value() and len(trail.string) == 100_000
+
+
+def test_a_final_answers_text_is_told_from_keys_types_and_call_arguments():
+    assert fed('{"type": "final", "answer": "It is ').in_answer()
+    assert fed('{"type": "final", "answer": "a \\"quoted').in_answer()  # an escaped mark stays inside
+    assert not fed('{"type": "final", "answer": "done"').in_answer()  # ended
+    assert not fed('{"type": "final", "ans').in_answer()  # a key
+    assert not fed('{"type": "fin').in_answer()
+    assert not fed('{"type": "tool_call", "tool": "t", "arguments": {"answer": "x').in_answer()

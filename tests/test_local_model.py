@@ -159,8 +159,9 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
     cache put the tokens, how the prompt was split into batches), enough to turn a near tie such as "final"
     against "tool" after the haiku task, so two whole completions are not compared. The steps where the side
     (answer or call) may be taken against the likeliest token (agent.models.local_choice), an object kept
-    open against it (agent.models.local_closing), or a value kept a copy of the task's words against it
-    (agent.models.local_copy), are only checked to be ones the grammar allows."""
+    open against it (agent.models.local_closing), a value kept a copy of the task's words against it
+    (agent.models.local_copy), or an answer's quotation mark escaped (agent.models.local_quote), are only checked
+    to be ones the grammar allows."""
     protocol = PromptProtocol(builtin_registry("."), constrain=True)
     grammar = gbnf(json.dumps(protocol.options["response_format"]["json_schema"]["schema"]))
     reference = CheckedGreedy(local_model.llama, grammar)  # used only to filter every candidate
@@ -169,7 +170,7 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
 
     def observed(self, input_ids, logits):
         nonlocal shortcuts, against
-        before = (self.choice.flipped, self.closing.kept, self.copy.copied)
+        before = (self.choice.flipped, self.closing.kept, self.copy.copied, self.quote.escaped)
         result = checked(self, input_ids, logits.copy())
         chosen = int(result.argmax())
         shortcuts += chosen == int(logits.argmax())  # the likeliest token was allowed: nothing was filtered
@@ -179,7 +180,7 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
         reference.seen = len(input_ids)
         allowed = reference._filtered(logits.copy())
         assert allowed[chosen] > -math.inf  # even a token taken by the choice of side is one the grammar allows
-        if (self.choice.flipped, self.closing.kept, self.copy.copied) == before:  # not taken against the likeliest
+        if (self.choice.flipped, self.closing.kept, self.copy.copied, self.quote.escaped) == before:  # not against it
             steps.append((chosen, int(allowed.argmax())))
         else:
             against += 1
@@ -191,6 +192,32 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
     jsonschema.validate(json.loads(reply.content), protocol.options["response_format"]["json_schema"]["schema"])
     assert len(steps) + against >= reply.usage["completion_tokens"] > 0 and shortcuts > 0
     assert [a for a, _ in steps] == [b for _, b in steps]
+
+
+def test_a_final_answers_quotation_marks_are_written_with_the_vocabularys_escaped_tokens(local_model):
+    """The grammar arm's answer to BFCL's simple_python_225 ended at 'category =': the model's ' "' ended the JSON
+    string. On the real vocabulary and grammar, fed that answer's start, the processor takes ' \\"' instead, and
+    '\\"' for the mark that closes the quotation; a mark after a full stop still ends the answer."""
+    import numpy as np
+
+    llama = local_model.llama
+    protocol = PromptProtocol(builtin_registry("."), constrain=True)
+    schema = protocol.options["response_format"]["json_schema"]["schema"]
+    token = {text: llama.tokenize(text.encode(), add_bos=False, special=False) for text in (' "', '"', ' \\"', '\\"')}
+    assert all(len(ids) == 1 for ids in token.values())
+
+    def taken(answer: str, likeliest: str) -> int:
+        processor = CheckedGreedy(llama, gbnf(json.dumps(schema)), [{"role": "user", "content": "hi"}], schema)
+        prompt = llama.tokenize(b"hi", add_bos=False, special=False)
+        processor(prompt, np.zeros(llama.n_vocab(), dtype=np.single))  # the first call sees the prompt alone
+        written = llama.tokenize(('{"type": "final", "answer": "' + answer).encode(), add_bos=False, special=False)
+        logits = np.zeros(llama.n_vocab(), dtype=np.single)
+        logits[token[likeliest][0]] = 10.0
+        return int(processor(prompt + written, logits).argmax())
+
+    assert taken("Call it with category =", ' "') == token[' \\"'][0]
+    assert taken('Call it with category = \\"reading', '"') == token['\\"'][0]
+    assert taken("That is all.", '"') == token['"'][0]
 
 
 def test_a_constrained_value_outside_an_enum_is_written_out_and_reasked_with_the_value_it_meant(local_model):

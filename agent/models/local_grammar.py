@@ -18,6 +18,7 @@ from agent.models.local_closing import ObjectClosing
 from agent.models.local_copy import ValueCopy
 from agent.models.local_json import JsonTrail
 from agent.models.local_named import named
+from agent.models.local_quote import AnswerQuote
 
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -86,7 +87,8 @@ class CheckedGreedy:
     action's opening settles between the final answer and a call, the side is taken by its probability
     (agent.models.local_choice); in a call, a likely continuation is taken over closing the arguments before an
     optional parameter the conversation names (agent.models.local_closing), and over the likeliest token a
-    likely one that keeps a string value a copy of the conversation's words (agent.models.local_copy). It
+    likely one that keeps a string value a copy of the conversation's words (agent.models.local_copy); in a final
+    answer, a quotation mark is written escaped where it would end the answer (agent.models.local_quote). It
     follows the completion through the tokens it is shown, so one processor serves one completion."""
 
     def __init__(self, llama, grammar: str, messages: list[dict] | None = None, schema: object = None):
@@ -104,6 +106,7 @@ class CheckedGreedy:
         self.trail = JsonTrail()  # where the completion is in its JSON
         self.closing = ObjectClosing(self.choice.piece, user.parameters, self.trail)
         self.copy = ValueCopy(self.choice.piece, user.text, self.trail)
+        self.quote = AnswerQuote(self.choice.piece, _one_token(llama), self.trail)
 
     def __call__(self, input_ids, logits):
         if self.seen is None:
@@ -117,7 +120,7 @@ class CheckedGreedy:
         if not self.choice.settled and (chosen := self.choice.choose(logits, self._allows)) is not None:
             logits[chosen] = logits.max() + 1.0  # the grammar allows it
             return logits
-        for chooser in (self.closing, self.copy):
+        for chooser in (self.closing, self.copy, self.quote):
             if (taken := chooser.choose(logits, self._allows)) is not None:
                 logits[taken] = logits.max() + 1.0  # the grammar allows it
                 return logits
@@ -158,3 +161,12 @@ def _pieces(llama):
     def piece(token: int) -> str:
         return llama.detokenize([token]).decode("utf-8", "replace")
     return piece
+
+
+def _one_token(llama):
+    """The token whose text is the given text, or None where the vocabulary writes it with several."""
+    @lru_cache(maxsize=64)
+    def token(text: str) -> int | None:
+        tokens = llama.tokenize(text.encode(), add_bos=False, special=False)
+        return tokens[0] if len(tokens) == 1 and llama.detokenize(tokens).decode("utf-8", "replace") == text else None
+    return token

@@ -1,5 +1,6 @@
 """Where a completion is in its JSON: the objects and arrays open, the keys written, the string being written; fed
-one token's text at a time, for the embedded model's choices inside a call (local_closing, local_copy)."""
+one token's text at a time, for the embedded model's choices inside a call (local_closing, local_copy) and a
+final answer (local_quote)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -68,6 +69,13 @@ class JsonTrail:
         if arguments is None or call is None or call.key != "arguments" or "tool" not in call.strings:
             return None
         return call.strings["tool"], arguments
+
+    def in_answer(self) -> bool:
+        """Whether the text ends inside a final answer's text (the "answer" of an object whose "type" is "final")."""
+        if not self.in_string or not self.open or self.open[-1] is None:
+            return False
+        action = self.open[-1]
+        return not action.expect_key and action.key == "answer" and action.strings.get("type") == "final"
 
     def in_value(self) -> bool:
         """Whether the text ends inside a string value within a call's arguments (at any depth below them)."""
