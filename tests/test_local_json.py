@@ -59,3 +59,16 @@ def test_a_final_answers_text_is_told_from_keys_types_and_call_arguments():
     assert not fed('{"type": "final", "ans').in_answer()  # a key
     assert not fed('{"type": "fin').in_answer()
     assert not fed('{"type": "tool_call", "tool": "t", "arguments": {"answer": "x').in_answer()
+
+
+def test_the_parameter_being_written_and_the_tools_name():
+    assert fed(CALLS[:CALLS.index("San") + 2]).parameter() == ("get_record", "county")
+    assert fed(CALLS[:CALLS.index('"b"') + 1]).parameter() == ("get_record", "tags")  # in an array
+    assert fed(CALLS[:CALLS.index('"x"') + 1]).parameter() == ("get_record", "filter")  # below the parameter
+    assert fed('[{"type": "tool_call", "tool": "get_record", "arguments": {').parameter() is None  # none keyed
+    assert fed('{"type": "final", "answer": "San').parameter() is None
+    assert fed('[{"type": "tool_call", "tool": "get_').in_tool_name()
+    assert not fed('[{"type": "tool_call", "tool": "get_record"').in_tool_name()  # ended
+    assert not fed('[{"type": "tool_call", "to').in_tool_name()  # a key
+    assert not fed('{"type": "final", "tool": "get_').in_tool_name()  # no call
+    assert not fed(CALLS[:CALLS.index("San") + 2]).in_tool_name()

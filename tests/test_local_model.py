@@ -170,7 +170,10 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
 
     def observed(self, input_ids, logits):
         nonlocal shortcuts, against
-        before = (self.choice.flipped, self.closing.kept, self.copy.copied, self.quote.escaped)
+        def choices():  # how often each choice went against the likeliest token
+            return self.choice.flipped, self.tool.taken, self.closing.kept, self.copy.copied, self.quote.escaped
+
+        before = choices()
         result = checked(self, input_ids, logits.copy())
         chosen = int(result.argmax())
         shortcuts += chosen == int(logits.argmax())  # the likeliest token was allowed: nothing was filtered
@@ -180,7 +183,7 @@ def test_checked_greedy_choices_give_the_tokens_of_the_grammar_filtering_every_c
         reference.seen = len(input_ids)
         allowed = reference._filtered(logits.copy())
         assert allowed[chosen] > -math.inf  # even a token taken by the choice of side is one the grammar allows
-        if (self.choice.flipped, self.closing.kept, self.copy.copied, self.quote.escaped) == before:  # not against it
+        if choices() == before:  # not against it
             steps.append((chosen, int(allowed.argmax())))
         else:
             against += 1
@@ -218,6 +221,33 @@ def test_a_final_answers_quotation_marks_are_written_with_the_vocabularys_escape
     assert taken("Call it with category =", ' "') == token[' \\"'][0]
     assert taken('Call it with category = \\"reading', '"') == token['\\"'][0]
     assert taken("That is all.", '"') == token['"'][0]
+
+
+def test_a_calls_tool_is_the_one_its_spellings_together_make_likeliest(local_model):
+    """BFCL's multiple_139 called calculate_binomial_probability ("calculate" 0.25) where "l", "laws" and "law"
+    (lawsuit_details_find) held 0.31 between them. On the real vocabulary and grammar, fed a call's opening, with
+    "calc" likeliest and two spellings of read_file's start just behind it, the processor takes read_file's
+    likelier token; one spelling alone leaves "calc"."""
+    import numpy as np
+
+    llama = local_model.llama
+    protocol = PromptProtocol(builtin_registry("."), constrain=True)
+    schema = protocol.options["response_format"]["json_schema"]["schema"]
+    token = {text: llama.tokenize(text.encode(), add_bos=False, special=False) for text in ("calc", "read", "re")}
+    assert all(len(ids) == 1 for ids in token.values())
+
+    def taken(probabilities: dict[str, float]) -> int:
+        processor = CheckedGreedy(llama, gbnf(json.dumps(schema)), [{"role": "user", "content": "hi"}], schema)
+        prompt = llama.tokenize(b"hi", add_bos=False, special=False)
+        processor(prompt, np.zeros(llama.n_vocab(), dtype=np.single))  # the first call sees the prompt alone
+        written = llama.tokenize(b'[{"type": "tool_call", "tool": "', add_bos=False, special=False)
+        logits = np.full(llama.n_vocab(), -20.0, dtype=np.single)
+        for text, probability in probabilities.items():
+            logits[token[text][0]] = math.log(probability)
+        return int(processor(prompt + written, logits).argmax())
+
+    assert taken({"calc": 0.4, "read": 0.3, "re": 0.2}) == token["read"][0]
+    assert taken({"calc": 0.4, "read": 0.3}) == token["calc"][0]
 
 
 def test_a_constrained_value_outside_an_enum_is_written_out_and_reasked_with_the_value_it_meant(local_model):

@@ -94,3 +94,37 @@ def test_after_the_models_first_reply_no_tool_is_named():
                 {"role": "user", "content": "1. calculate_final_speed: 44.3"}]
     assert not read(schema("calculate_final_speed"), messages).tool_named
     assert read(schema("calculate_final_speed"), messages[:1]).tool_named
+
+
+def test_the_values_a_parameter_allows_are_read_by_tool_and_parameter():
+    from agent.models.local_named import allowed_values
+
+    schema = action_schema({"get_record": RECORD, "other": {"type": "object", "properties": {}}}).schema
+    assert allowed_values(schema) == {"get_record": {"categories": ["vegan", "gluten-free"], "unit": ["km", "mi"]}}
+    odd = {"type": "object", "properties": {"n": {"enum": [1, 2]}, "s": {"enum": "km"}, "t": "x", "u": {"items": 3}}}
+    assert allowed_values({"anyOf": [{"properties": {"tool": {"const": "odd"}, "arguments": odd}}]}) == {}
+
+
+def test_a_value_the_description_quotes_names_its_parameter_but_not_its_default():
+    """BFCL's "Find details of patent lawsuits involving the company 'Apple Inc.' from the year 2010": case_type,
+    "Type of the lawsuit, e.g., 'IPR', 'Patent', 'Commercial', etc. ... Default is 'all'"."""
+    from agent.models.local_named import quoted
+
+    lawsuits = {"type": "object", "required": ["company"],
+                "properties": {"company": {"type": "string"},
+                               "case_type": {"type": "string", "description": "Type of the lawsuit, e.g., 'IPR', "
+                                             "'Patent', \"Commercial\", etc. Default is 'all'."}}}
+    schema = action_schema({"find_lawsuits": lawsuits}).schema
+
+    def found(text: str) -> set[str]:
+        return read(schema, [{"role": "user", "content": text}]).parameters.get("find_lawsuits", set())
+
+    assert found("Find the patent lawsuits of Apple") == {"case_type"}
+    assert found("Find all the lawsuits of Apple") == set()  # the default is no value the user gives
+    assert found("Find the IPR lawsuits of Apple") == {"case_type"}
+    assert found("Find the lawsuits of Apple, ipr or not") == {"case_type"}  # case aside
+    assert found("Find the commercially relevant lawsuits") == set()  # a whole word of the value
+    assert quoted("Type, e.g., 'IPR', 'Patent', \"Commercial\". Default is 'all'. Say 'x y'.") == \
+        ["IPR", "Patent", "Commercial", "x y"]
+    assert quoted(None) == [] and quoted("it's the user's") == ["s the user"]  # apostrophes pair up: harmless
+    assert quoted("'" + "a" * 10_000 + "'") == []  # long quotations are no values

@@ -17,8 +17,9 @@ from agent.models.local_choice import SideChoice
 from agent.models.local_closing import ObjectClosing
 from agent.models.local_copy import ValueCopy
 from agent.models.local_json import JsonTrail
-from agent.models.local_named import named
+from agent.models.local_named import allowed_values, named, tool_names
 from agent.models.local_quote import AnswerQuote
+from agent.models.local_tool import ToolChoice
 
 ANY_CHAR = r'char ::= [^"\\]'
 JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'  # JSON strings hold no raw control characters
@@ -85,8 +86,9 @@ class CheckedGreedy:
     """A llama-cpp-python logits processor for greedy decoding under a grammar: leaves the logits alone when the
     grammar allows the most likely token, else rules out every token the grammar does not allow; where an
     action's opening settles between the final answer and a call, the side is taken by its probability
-    (agent.models.local_choice); in a call, a likely continuation is taken over closing the arguments before an
-    optional parameter the conversation names (agent.models.local_closing), and over the likeliest token a
+    (agent.models.local_choice); in a call, the tool whose spellings together are likelier than the likeliest
+    token's is named (agent.models.local_tool), a likely continuation is taken over closing the arguments before
+    an optional parameter the conversation names (agent.models.local_closing), and over the likeliest token a
     likely one that keeps a string value a copy of the conversation's words (agent.models.local_copy); in a final
     answer, a quotation mark is written escaped where it would end the answer (agent.models.local_quote). It
     follows the completion through the tokens it is shown, so one processor serves one completion."""
@@ -104,8 +106,9 @@ class CheckedGreedy:
         user = named(schema, messages or [])
         self.choice = SideChoice(_pieces(llama), tool_named=user.tool_named)
         self.trail = JsonTrail()  # where the completion is in its JSON
+        self.tool = ToolChoice(self.choice.piece, tool_names(schema), self.trail)
         self.closing = ObjectClosing(self.choice.piece, user.parameters, self.trail)
-        self.copy = ValueCopy(self.choice.piece, user.text, self.trail)
+        self.copy = ValueCopy(self.choice.piece, user.text, self.trail, allowed_values(schema))
         self.quote = AnswerQuote(self.choice.piece, _one_token(llama), self.trail)
 
     def __call__(self, input_ids, logits):
@@ -120,7 +123,7 @@ class CheckedGreedy:
         if not self.choice.settled and (chosen := self.choice.choose(logits, self._allows)) is not None:
             logits[chosen] = logits.max() + 1.0  # the grammar allows it
             return logits
-        for chooser in (self.closing, self.copy, self.quote):
+        for chooser in (self.tool, self.closing, self.copy, self.quote):
             if (taken := chooser.choose(logits, self._allows)) is not None:
                 logits[taken] = logits.max() + 1.0  # the grammar allows it
                 return logits

@@ -70,6 +70,21 @@ class JsonTrail:
             return None
         return call.strings["tool"], arguments
 
+    def parameter(self) -> tuple[str, str] | None:
+        """(tool, parameter) where the text is in a call's arguments: the parameter last keyed (whose value is being
+        written where ``in_value``, at any depth below it)."""
+        for outer, inner in zip(self.open, self.open[1:]):
+            if outer is not None and inner is not None and outer.key == "arguments" and "tool" in outer.strings:
+                return (outer.strings["tool"], inner.key) if inner.key is not None else None
+        return None
+
+    def in_tool_name(self) -> bool:
+        """Whether the text ends inside a call's tool name (the "tool" of an object whose "type" is "tool_call")."""
+        if not self.in_string or not self.open or self.open[-1] is None:
+            return False
+        action = self.open[-1]
+        return not action.expect_key and action.key == "tool" and action.strings.get("type") == "tool_call"
+
     def in_answer(self) -> bool:
         """Whether the text ends inside a final answer's text (the "answer" of an object whose "type" is "final")."""
         if not self.in_string or not self.open or self.open[-1] is None:

@@ -1,6 +1,7 @@
 """What the user's words name: the text of the user's (and tools') messages, the optional parameters and the
 tools whose names it says (``named``); read by the embedded model's choices (local_choice, local_closing,
-local_copy).
+local_copy). Beside it, what the action schema offers: its tools (``tool_names``, for local_tool) and the values
+its parameters allow (``allowed_values``, for local_copy).
 The system prompt, which names every tool and parameter, and the model's own messages do not count."""
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from dataclasses import dataclass
 
 MIN_WORD = 3  # letters of the shortest word of a parameter's name or value that names it ("to", "id" do not)
 WORD = re.compile(r"[a-z0-9]+")
+QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"")  # a value a description quotes
+DEFAULT = re.compile(r"\bdefault[^.]*", re.IGNORECASE)  # a description's default, to its sentence's end
+MAX_DESCRIPTION = 2000  # characters of a description looked at for quoted values
 NAME_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")  # snake_case, camelCase and ACRONYMS split into words
 
 
@@ -26,11 +30,11 @@ def named(schema: object, messages: list[dict]) -> Named:
     """What the user's (and tools') messages name among the tool calls the action schema ``schema`` allows.
 
     An optional parameter is named by a word of its name (a plural "s" allowed) or by all the words of one of
-    its allowed string values. A tool is named before the model's first reply by every word of its name (three
-    letters or more, a plural allowed) but the first of a name of several words, which is mostly a verb or a
-    namespace ("calculate_final_speed", "geometry_area_circle"); once the model has replied, what follows in the
-    user's place (a tool's results, a re-ask) names the tools called, which says nothing of whether to call
-    again."""
+    its allowed string values or of a value its description quotes (not its default). A tool is named before
+    the model's first reply by every word of its name (three letters or more, a plural allowed) but the first of
+    a name of several words, which is mostly a verb or a namespace ("calculate_final_speed",
+    "geometry_area_circle"); once the model has replied, what follows in the user's place (a tool's results, a
+    re-ask) names the tools called, which says nothing of whether to call again."""
     text = said(messages)
     words = set(WORD.findall(text))
     try:
@@ -46,6 +50,37 @@ def named(schema: object, messages: list[dict]) -> Named:
             parameters[tool] = found
     replied = any(message.get("role") == "assistant" for message in messages)
     return Named(text, parameters, not replied and any(_tool_is_named(tool, words) for tool, _ in calls))
+
+
+def tool_names(schema: object) -> list[str]:
+    """The tools the action schema ``schema`` lets a call name, each once, in its order."""
+    try:
+        return list(dict.fromkeys(tool for tool, _ in _calls(schema)))
+    except RecursionError:  # as in named
+        return []
+
+
+def allowed_values(schema: object) -> dict[str, dict[str, list[str]]]:
+    """By tool and parameter, the string values the action schema ``schema`` lists for a parameter (its enum, or
+    its items' enum)."""
+    allowed: dict[str, dict[str, list[str]]] = {}
+    try:
+        calls = list(_calls(schema))
+    except RecursionError:  # as in named
+        return allowed
+    for tool, arguments in calls:
+        for name, spec in (arguments.get("properties") or {}).items():
+            if strings := [v for v in _enum(spec) if isinstance(v, str)]:
+                allowed.setdefault(tool, {})[name] = strings
+    return allowed
+
+
+def _enum(spec) -> list:
+    """A parameter's allowed values: its enum, or its items' enum."""
+    spec = spec if isinstance(spec, dict) else {}
+    items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
+    values = spec.get("enum") or items.get("enum") or []
+    return values if isinstance(values, list) else []
 
 
 def _tool_is_named(tool: str, words: set[str]) -> bool:
@@ -73,14 +108,20 @@ def _is_named(name: str, spec, said_words: set[str]) -> bool:
     words = [w.lower() for w in NAME_WORD.findall(name) if len(w) >= MIN_WORD]
     if any(w in said_words or w + "s" in said_words for w in words):
         return True
-    spec = spec if isinstance(spec, dict) else {}
-    items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
-    values = spec.get("enum") or items.get("enum") or []
-    for value in values if isinstance(values, list) else []:
+    description = spec.get("description") if isinstance(spec, dict) else None
+    for value in [*_enum(spec), *quoted(description)]:
         value_words = WORD.findall(value.lower()) if isinstance(value, str) else []
         if value_words and len("".join(value_words)) >= MIN_WORD and all(w in said_words for w in value_words):
             return True
     return False
+
+
+def quoted(description) -> list[str]:
+    """The values a parameter's description quotes ("Type of the lawsuit, e.g., 'IPR', 'Patent', 'Commercial'"),
+    but for its default's ("Default is 'all'": a default is no value the user gives)."""
+    if not isinstance(description, str):
+        return []
+    return [a or b for a, b in QUOTED.findall(DEFAULT.sub("", description[:MAX_DESCRIPTION]))]
 
 
 def said(messages: list[dict]) -> str:
