@@ -4,8 +4,7 @@ tests/test_local_model.py)."""
 import pytest
 
 from agent.models.local_closing import KEEP_OPEN, ObjectClosing
-from agent.models.local_json import JsonTrail
-from tests.token_steps import Vocabulary
+from tests.token_steps import Vocabulary, fed
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
 
@@ -21,9 +20,7 @@ NAMED = {"get_record": {"details"}}  # the conversation names get_record's optio
 
 def after(*texts: str, start: str = CALL, named=None) -> ObjectClosing:
     """A closing that has seen these tokens of a completion, after ``start``."""
-    trail = JsonTrail()
-    for text in (start, *texts):
-        trail.feed(text)
+    trail = fed(start, *texts)
     return ObjectClosing(piece, NAMED if named is None else named, trail)
 
 

@@ -3,9 +3,8 @@ likeliest; on logits made up for a small vocabulary (the real model's steps: tes
 import pytest
 
 from agent.models.local_copy import COPY, ValueCopy
-from agent.models.local_json import JsonTrail
 from agent.models.local_named import said
-from tests.token_steps import Vocabulary
+from tests.token_steps import Vocabulary, fed
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
 
@@ -22,9 +21,7 @@ TASK = [{"role": "system", "content": "Standard rooms are in the tool's document
 
 
 def after(*texts: str, start: str = CALL, messages=TASK, allowed=None) -> ValueCopy:
-    trail = JsonTrail()
-    for text in (start, *texts):
-        trail.feed(text)
+    trail = fed(start, *texts)
     return ValueCopy(piece, said(messages), trail, allowed)
 
 

@@ -2,9 +2,8 @@
 logits made up for a small vocabulary (the real model's steps: tests/test_local_model.py)."""
 import pytest
 
-from agent.models.local_json import JsonTrail
 from agent.models.local_quote import AnswerQuote
-from tests.token_steps import Vocabulary
+from tests.token_steps import Vocabulary, fed
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
 
@@ -17,9 +16,7 @@ TOKEN, EVERY, piece, logits = WORDS.token, WORDS.every, WORDS.piece, WORDS.logit
 
 
 def after(*texts: str, start: str = ANSWER, vocabulary=TOKEN) -> AnswerQuote:
-    trail = JsonTrail()
-    for text in (start, *texts):
-        trail.feed(text)
+    trail = fed(start, *texts)
     return AnswerQuote(piece, vocabulary.get, trail)
 
 

@@ -2,11 +2,10 @@
 vocabulary (the real model's steps: tests/test_local_model.py)."""
 import pytest
 
-from agent.models.local_json import JsonTrail
 from agent.models.local_named import tool_names
 from agent.models.local_tool import ToolChoice
 from agent.parsing import action_schema
-from tests.token_steps import Vocabulary
+from tests.token_steps import Vocabulary, fed
 
 np = pytest.importorskip("numpy")  # llama-cpp-python's dependency: the `local` extra
 
@@ -20,9 +19,7 @@ TOKEN, EVERY, piece, logits = WORDS.token, WORDS.every, WORDS.piece, WORDS.logit
 
 
 def at(*texts: str, start: str = CALL, tools=TOOLS) -> ToolChoice:
-    trail = JsonTrail()
-    for text in (start, *texts):
-        trail.feed(text)
+    trail = fed(start, *texts)
     return ToolChoice(piece, tools, trail)
 
 

@@ -22,3 +22,13 @@ class Vocabulary:
         for text, probability in probabilities.items():
             values[self.token[text]] = math.log(probability)
         return values
+
+
+def fed(*texts: str):
+    """A JsonTrail that has followed these texts of a completion, in order."""
+    from agent.models.local_json import JsonTrail
+
+    trail = JsonTrail()
+    for text in texts:
+        trail.feed(text)
+    return trail
