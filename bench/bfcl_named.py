@@ -44,14 +44,10 @@ def main() -> None:
 
 
 def _rule(name: str, spec: dict, words: set[str]) -> str:
-    quoted = local_named.quoted
-    try:
-        local_named.quoted = lambda description: []  # the rule without quoted values
-        before = local_named._is_named(name, spec, words)
-    finally:
-        local_named.quoted = quoted
-    return "name or allowed value" if before else "quoted value only" if local_named._is_named(name, spec, words) \
-        else "neither"
+    undescribed = {key: value for key, value in spec.items() if key != "description"}  # no values quoted
+    if local_named._is_named(name, undescribed, words):
+        return "name or allowed value"
+    return "quoted value only" if local_named._is_named(name, spec, words) else "neither"
 
 
 def _taken(values: list[list]) -> str:

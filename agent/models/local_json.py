@@ -73,24 +73,33 @@ class JsonTrail:
     def parameter(self) -> tuple[str, str] | None:
         """(tool, parameter) where the text is in a call's arguments: the parameter last keyed (whose value is being
         written where ``in_value``, at any depth below it)."""
+        found = self._call_arguments()
+        if found is None:
+            return None
+        call, arguments = found
+        return None if arguments.key is None else (call.strings["tool"], arguments.key)
+
+    def _call_arguments(self) -> tuple[Opened, Opened] | None:
+        """(call, its arguments object), the outermost open such pair, if the text is inside one."""
         for outer, inner in zip(self.open, self.open[1:]):
             if outer is not None and inner is not None and outer.key == "arguments" and "tool" in outer.strings:
-                return (outer.strings["tool"], inner.key) if inner.key is not None else None
+                return outer, inner
         return None
 
     def in_tool_name(self) -> bool:
         """Whether the text ends inside a call's tool name (the "tool" of an object whose "type" is "tool_call")."""
-        if not self.in_string or not self.open or self.open[-1] is None:
-            return False
-        action = self.open[-1]
-        return not action.expect_key and action.key == "tool" and action.strings.get("type") == "tool_call"
+        return self._in_action_string("tool", "tool_call")
 
     def in_answer(self) -> bool:
         """Whether the text ends inside a final answer's text (the "answer" of an object whose "type" is "final")."""
+        return self._in_action_string("answer", "final")
+
+    def _in_action_string(self, key: str, kind: str) -> bool:
+        """Whether the text ends inside the string value of ``key`` in an object whose "type" is ``kind``."""
         if not self.in_string or not self.open or self.open[-1] is None:
             return False
         action = self.open[-1]
-        return not action.expect_key and action.key == "answer" and action.strings.get("type") == "final"
+        return not action.expect_key and action.key == key and action.strings.get("type") == kind
 
     def in_value(self) -> bool:
         """Whether the text ends inside a string value within a call's arguments (at any depth below them)."""
@@ -99,7 +108,4 @@ class JsonTrail:
         innermost = self.open[-1]
         if innermost is not None and innermost.expect_key:
             return False  # a key, not a value
-        for outer, inner in zip(self.open, self.open[1:]):
-            if outer is not None and inner is not None and outer.key == "arguments" and "tool" in outer.strings:
-                return True
-        return False
+        return self._call_arguments() is not None

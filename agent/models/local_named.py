@@ -37,10 +37,7 @@ def named(schema: object, messages: list[dict]) -> Named:
     re-ask) names the tools called, which says nothing of whether to call again."""
     text = said(messages)
     words = set(WORD.findall(text))
-    try:
-        calls = list(_calls(schema))
-    except RecursionError:  # a client's schema nested deeper than Python recurses: no call object is looked for
-        calls = []
+    calls = _offered(schema)
     parameters: dict[str, set[str]] = {}
     for tool, arguments in calls:
         required = set(arguments.get("required") or [])
@@ -54,21 +51,14 @@ def named(schema: object, messages: list[dict]) -> Named:
 
 def tool_names(schema: object) -> list[str]:
     """The tools the action schema ``schema`` lets a call name, each once, in its order."""
-    try:
-        return list(dict.fromkeys(tool for tool, _ in _calls(schema)))
-    except RecursionError:  # as in named
-        return []
+    return list(dict.fromkeys(tool for tool, _ in _offered(schema)))
 
 
 def allowed_values(schema: object) -> dict[str, dict[str, list[str]]]:
     """By tool and parameter, the string values the action schema ``schema`` lists for a parameter (its enum, or
     its items' enum)."""
     allowed: dict[str, dict[str, list[str]]] = {}
-    try:
-        calls = list(_calls(schema))
-    except RecursionError:  # as in named
-        return allowed
-    for tool, arguments in calls:
+    for tool, arguments in _offered(schema):
         for name, spec in (arguments.get("properties") or {}).items():
             if strings := [v for v in _enum(spec) if isinstance(v, str)]:
                 allowed.setdefault(tool, {})[name] = strings
@@ -87,6 +77,15 @@ def _tool_is_named(tool: str, words: set[str]) -> bool:
     parts = [w.lower() for w in NAME_WORD.findall(tool)]
     parts = [w for w in (parts[1:] if len(parts) > 1 else parts) if len(w) >= MIN_WORD]
     return bool(parts) and all(w in words or w + "s" in words for w in parts)
+
+
+def _offered(schema) -> list[tuple[str, dict]]:
+    """(tool name, arguments schema) of each call object in an action schema; none in a client's schema nested
+    deeper than Python recurses."""
+    try:
+        return list(_calls(schema))
+    except RecursionError:
+        return []
 
 
 def _calls(schema) -> Iterator[tuple[str, dict]]:
