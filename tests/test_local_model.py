@@ -250,6 +250,58 @@ def test_a_calls_tool_is_the_one_its_spellings_together_make_likeliest(local_mod
     assert taken({"calc": 0.4, "read": 0.3}) == token["calc"][0]
 
 
+def test_a_completion_takes_its_openings_tokens_while_the_grammar_allows_them(local_model):
+    """On the real vocabulary and grammar, a processor given an opening takes its tokens against the likeliest
+    one; where the opening leaves what the grammar allows, it stops, and the likeliest allowed token is taken."""
+    import numpy as np
+
+    llama = local_model.llama
+    protocol = PromptProtocol(builtin_registry("."), constrain=True)
+    schema = protocol.options["response_format"]["json_schema"]["schema"]
+    prompt = llama.tokenize(b"hi", add_bos=False, special=False)
+    (bracket,), (key,) = (llama.tokenize(text, add_bos=False, special=False) for text in (b"[", b"type"))
+
+    def taken(opening: str, written: str) -> str:
+        processor = CheckedGreedy(llama, gbnf(json.dumps(schema)), [{"role": "user", "content": "hi"}], schema,
+                                  opening)
+        logits = np.full(llama.n_vocab(), -20.0, dtype=np.single)
+        logits[bracket], logits[key] = 5.0, 0.0  # "[" likeliest at every step, then "type"
+        processor(prompt, logits.copy())  # the first call sees the prompt alone
+        so_far = llama.tokenize(written.encode(), add_bos=False, special=False) if written else []
+        return llama.detokenize([int(processor(prompt + so_far, logits.copy()).argmax())]).decode()
+
+    opening = '{"type": "tool_call", "tool": "'
+    assert taken("", "") == "["
+    assert taken(opening, "") == '{"'
+    assert taken(opening, '{"type":') == ' "'
+    assert taken('{"kind": "x"', '{"') == "type"  # the grammar wants "type" here: the opening is left
+
+
+def test_a_batch_whose_first_call_is_not_one_calls_is_written_again_on_the_real_model(local_model):
+    """Given, in reply to a sum, a batch that reads a file before calling the calculator, the model is asked for
+    one call's tool (it names calculator), and the batch is written again from the calculator call; the usage
+    counts every completion. Given a batch of two file reads, which holds no calculator call, it stands."""
+    protocol = PromptProtocol(builtin_registry("."), constrain=True)
+    messages = [{"role": "system", "content": protocol.system_prompt()},
+                {"role": "user", "content": "Compute 128*96 + 45**2 - 88/2"}]
+    _, request = local_model._request(messages, protocol.options)
+
+    def looked_again(*calls: tuple[str, dict]) -> dict:
+        batch = json.dumps([{"type": "tool_call", "tool": tool, "arguments": arguments} for tool, arguments in calls])
+        response = {"choices": [{"message": {"content": batch}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 900, "completion_tokens": 40}}
+        return local_model._first_call(messages, protocol.options, request, response)
+
+    again = looked_again(("read_file", {"path": "a.txt"}), ("calculator", {"expression": "1+1"}))
+    calls = json.loads(again["choices"][0]["message"]["content"])
+    assert calls[0]["tool"] == "calculator"
+    assert evaluate(calls[0]["arguments"]["expression"]) == 14269
+    assert again["usage"]["completion_tokens"] > 40 + 10
+    reads = looked_again(("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"}))
+    assert json.loads(reads["choices"][0]["message"]["content"])[0]["tool"] == "read_file"
+    assert reads["usage"]["completion_tokens"] > 40  # the question was asked
+
+
 def test_a_constrained_value_outside_an_enum_is_written_out_and_reasked_with_the_value_it_meant(local_model):
     @tool(parameters={"type": "object", "required": ["unit"], "additionalProperties": False,
                       "properties": {"unit": {"type": "string", "enum": ["m", "mi", "km"]}}})

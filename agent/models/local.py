@@ -16,8 +16,10 @@ from typing import Any, Callable
 
 from agent.config import ConfigError
 from agent.models import ModelError, Reply, tool_call
+from agent.models.local_batch import first_call
 from agent.models.local_files import built_in, cache_dir, embedded_model, user_model
 from agent.models.local_grammar import gbnf, sampling
+from agent.models.local_named import tool_names
 from agent.models.prompt_state import PromptStates, RecentStates
 from agent.models.runtime_check import build_id, check_runtime
 
@@ -106,7 +108,7 @@ class LocalModel:
         messages, request = self._request(messages, options)
         with self._calling(messages, request):
             response = self.llama.create_chat_completion(messages=messages, **request)
-        return _reply(response, request.get("tools"))
+        return _reply(self._first_call(messages, options, request, response), request.get("tools"))
 
     def stream(self, messages: list[dict], on_text: Callable[[str], None], **options) -> Reply:
         """As ``complete``, giving ``on_text`` each piece of the content as llama.cpp writes it. The stream
@@ -127,14 +129,37 @@ class LocalModel:
             prompt = max(self.llama.n_tokens - completion, 0)
         response = {"choices": [{"message": {"content": content or None}, "finish_reason": finish}],
                     "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
-        return _reply(response, request.get("tools"))
+        return _reply(self._first_call(messages, options, request, response), request.get("tools"))
 
-    def _request(self, messages: list[dict], options: dict) -> tuple[list[dict], dict]:
+    def _first_call(self, messages: list[dict], options: dict, request: dict, response: dict) -> dict:
+        """``response``, or where it is a greedy batch whose first call is not the one a reply of one call would
+        make, the batch written again from that call (agent.models.local_batch). The usage adds the completions
+        made to find out; the prompt, which the context keeps, counts once."""
+        content = response["choices"][0]["message"].get("content")
+        if "logits_processor" not in request or not content:
+            return response
+        made = []
+
+        def decode(opening: str, max_tokens: int | None, stop: str | None) -> str:
+            _, again = self._request(messages, options, opening)
+            again["max_tokens"] = max_tokens or again["max_tokens"]
+            if stop:
+                again["stop"] = [stop]
+            with self._calling(messages, again):
+                made.append(self.llama.create_chat_completion(messages=messages, **again))
+            return made[-1]["choices"][0]["message"].get("content") or ""
+
+        schema = _schema(options.get("response_format") or {})
+        if first_call(content, tool_names(schema), decode) is None:
+            return _with_usage(response, made)
+        return _with_usage(made[-1], [response, *made[:-1]])
+
+    def _request(self, messages: list[dict], options: dict, opening: str = "") -> tuple[list[dict], dict]:
         request = {"temperature": self.temperature, "max_tokens": self.max_tokens,
                    **{key: value for key, value in options.items() if value is not None}}
         response_format = request.pop("response_format", None)
         if response_format:
-            request.update(_constraint(response_format, request["temperature"], self.llama, messages))
+            request.update(_constraint(response_format, request["temperature"], self.llama, messages, opening))
         if request.get("tools"):
             messages = [_with_argument_objects(m) for m in messages]
         return messages, request
@@ -163,15 +188,30 @@ class LocalModel:
             raise ModelError(f"the local model failed: {error}") from error
 
 
-def _constraint(response_format: dict, temperature: float, llama, messages: list[dict]) -> dict:
+def _constraint(response_format: dict, temperature: float, llama, messages: list[dict], opening: str = "") -> dict:
     """OpenAI's response_format as llama-cpp-python arguments; a schema becomes a grammar, never silently dropped."""
     kind = response_format.get("type")
-    schema = response_format["json_schema"]["schema"] if kind == "json_schema" else response_format.get("schema")
     if kind == "json_schema" or (kind == "json_object" and "schema" in response_format):
-        return sampling(gbnf(json.dumps(schema)), temperature, llama, messages, schema)
+        schema = _schema(response_format)
+        return sampling(gbnf(json.dumps(schema)), temperature, llama, messages, schema, opening)
     if kind == "json_object":
         return {"response_format": {"type": "json_object"}}
     return {}
+
+
+def _schema(response_format: dict) -> object:
+    """The JSON Schema a response_format holds replies to (None: no schema)."""
+    if response_format.get("type") == "json_schema":
+        return response_format["json_schema"]["schema"]
+    return response_format.get("schema")
+
+
+def _with_usage(response: dict, others: list[dict]) -> dict:
+    """``response`` with the completion tokens of ``others`` (made for the same prompt) added to its usage."""
+    usage = dict(response.get("usage") or {})
+    usage["completion_tokens"] = (usage.get("completion_tokens") or 0) + sum(
+        (other.get("usage") or {}).get("completion_tokens") or 0 for other in others)
+    return {**response, "usage": usage}
 
 
 def _with_argument_objects(message: dict) -> dict:

@@ -69,17 +69,18 @@ def _converter():
 
 
 def sampling(grammar: str, temperature: float, llama, messages: list[dict] | None = None,
-             schema: object = None) -> dict:
+             schema: object = None, opening: str = "") -> dict:
     """llama-cpp-python arguments that hold a completion to ``grammar``: checked greedy choices at temperature 0,
     llama.cpp's grammar sampler otherwise (sampling needs every allowed candidate's probability). The
-    conversation's ``messages`` and the ``schema`` the grammar is of guide the choices inside a call."""
+    conversation's ``messages`` and the ``schema`` the grammar is of guide the choices inside a call; a greedy
+    completion is made to start with the text ``opening`` (as far as the grammar allows it)."""
     if temperature > 0:
         from llama_cpp.llama_grammar import LlamaGrammar
 
         return {"grammar": LlamaGrammar.from_string(grammar)}
     from llama_cpp import LogitsProcessorList
 
-    return {"logits_processor": LogitsProcessorList([CheckedGreedy(llama, grammar, messages or [], schema)])}
+    return {"logits_processor": LogitsProcessorList([CheckedGreedy(llama, grammar, messages or [], schema, opening)])}
 
 
 class CheckedGreedy:
@@ -90,10 +91,12 @@ class CheckedGreedy:
     token's is named (agent.models.local_tool), a likely continuation is taken over closing the arguments before
     an optional parameter the conversation names (agent.models.local_closing), and over the likeliest token a
     likely one that keeps a string value a copy of the conversation's words (agent.models.local_copy); in a final
-    answer, a quotation mark is written escaped where it would end the answer (agent.models.local_quote). It
-    follows the completion through the tokens it is shown, so one processor serves one completion."""
+    answer, a quotation mark is written escaped where it would end the answer (agent.models.local_quote). Given
+    an ``opening``, it takes that text's tokens first, while the grammar allows them (agent.models.local_batch).
+    It follows the completion through the tokens it is shown, so one processor serves one completion."""
 
-    def __init__(self, llama, grammar: str, messages: list[dict] | None = None, schema: object = None):
+    def __init__(self, llama, grammar: str, messages: list[dict] | None = None, schema: object = None,
+                 opening: str = ""):
         import llama_cpp
 
         self.lib = llama_cpp
@@ -102,6 +105,8 @@ class CheckedGreedy:
         if not self.sampler:
             raise ModelError("llama.cpp could not read the grammar for this schema; drop --constrain")
         self.seen: int | None = None  # tokens of the prompt and the completion the grammar has accounted for
+        self.start = 0  # tokens of the prompt
+        self.opening = llama.tokenize(opening.encode(), add_bos=False, special=False) if opening else []
         self.one = (llama_cpp.llama_token_data * 1)()
         user = named(schema, messages or [])
         self.choice = SideChoice(_pieces(llama), tool_named=user.tool_named)
@@ -113,13 +118,18 @@ class CheckedGreedy:
 
     def __call__(self, input_ids, logits):
         if self.seen is None:
-            self.seen = len(input_ids)  # the first call sees the prompt alone
+            self.seen = self.start = len(input_ids)  # the first call sees the prompt alone
         for token in input_ids[self.seen:]:
             self.lib.llama_sampler_accept(self.sampler, int(token))
             if not self.choice.settled:
                 self.choice.seen(int(token))
             self.trail.feed(self.choice.piece(int(token)))
         self.seen = len(input_ids)
+        if (step := self.seen - self.start) < len(self.opening):
+            if self._allows(token := self.opening[step]):
+                logits[token] = logits.max() + 1.0
+                return logits
+            self.opening = []  # the grammar leaves the opening: the completion goes on as it would
         if not self.choice.settled and (chosen := self.choice.choose(logits, self._allows)) is not None:
             logits[chosen] = logits.max() + 1.0  # the grammar allows it
             return logits
