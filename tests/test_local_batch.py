@@ -5,6 +5,7 @@ import json
 import pytest
 
 from agent.models.local_batch import PROBE, PROBE_STOP, PROBE_TOKENS, batch_tools, first_call, named_tool, opening
+from agent.parsing import action_schema
 
 
 def call(tool: str, **arguments) -> dict:
@@ -12,7 +13,8 @@ def call(tool: str, **arguments) -> dict:
 
 
 BATCH = json.dumps([call("product_price", product="A"), call("revenue_forecast", product="A", increase=10)])
-OFFERED = ["product_price", "revenue_forecast", "price_history"]
+SCHEMA = action_schema({tool: {"type": "object", "properties": {}}
+                        for tool in ("product_price", "revenue_forecast", "price_history")}).schema
 
 
 class Model:
@@ -30,7 +32,7 @@ class Model:
 def test_a_batch_whose_first_call_is_not_the_one_call_replys_is_written_again_from_that_call():
     redone = ' "arguments": {"product": "A", "increase": 10}}]'
     model = Model('revenue_forecast", "arguments', redone)
-    again = first_call(BATCH, OFFERED, model.decode)
+    again = first_call(BATCH, SCHEMA, model.decode)
     assert model.asked == [(PROBE, PROBE_TOKENS, PROBE_STOP), ('[{"type": "tool_call", "tool": "revenue_forecast",',
                                                                None, None)]
     assert json.loads(again) == [call("revenue_forecast", product="A", increase=10)]
@@ -44,7 +46,7 @@ def test_a_batch_whose_first_call_is_not_the_one_call_replys_is_written_again_fr
 ])
 def test_a_batch_stands_where_one_call_names_its_first_tool_or_one_it_does_not_hold(probe):
     model = Model(probe)
-    assert first_call(BATCH, OFFERED, model.decode) is None
+    assert first_call(BATCH, SCHEMA, model.decode) is None
     assert len(model.asked) == 1
 
 
@@ -61,7 +63,7 @@ def test_a_batch_stands_where_one_call_names_its_first_tool_or_one_it_does_not_h
 ])
 def test_replies_that_are_not_a_batch_of_calls_ask_nothing(content):
     model = Model()
-    assert first_call(content, OFFERED, model.decode) is None
+    assert first_call(content, SCHEMA, model.decode) is None
     assert model.asked == []
 
 
@@ -83,3 +85,10 @@ def test_the_tool_a_one_call_reply_names(text, tool):
 
 def test_the_opening_of_a_batch_again_writes_the_tools_name_as_json():
     assert json.loads(opening('say "hi"\\now') + ' "arguments": {}}]') == [call('say "hi"\\now')]
+
+
+def test_a_batch_stands_where_the_tool_it_holds_and_one_call_names_is_not_offered():
+    batch = json.dumps([call("product_price", product="A"), call("stock_price", product="A")])
+    model = Model('stock_price", "arguments')
+    assert first_call(batch, SCHEMA, model.decode) is None
+    assert len(model.asked) == 1

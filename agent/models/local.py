@@ -19,7 +19,6 @@ from agent.models import ModelError, Reply, tool_call
 from agent.models.local_batch import first_call
 from agent.models.local_files import built_in, cache_dir, embedded_model, user_model
 from agent.models.local_grammar import gbnf, sampling
-from agent.models.local_named import tool_names
 from agent.models.prompt_state import PromptStates, RecentStates
 from agent.models.runtime_check import build_id, check_runtime
 
@@ -149,8 +148,7 @@ class LocalModel:
                 made.append(self.llama.create_chat_completion(messages=messages, **again))
             return made[-1]["choices"][0]["message"].get("content") or ""
 
-        schema = _schema(options.get("response_format") or {})
-        if first_call(content, tool_names(schema), decode) is None:
+        if first_call(content, _schema(options.get("response_format") or {}), decode) is None:
             return _with_usage(response, made)
         return _with_usage(made[-1], [response, *made[:-1]])
 

@@ -21,19 +21,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from agent.models.local_named import tool_names
+
 PROBE = '{"type": "tool_call", "tool": "'
 PROBE_TOKENS = 64  # enough for the opening and a tool's name
 PROBE_STOP = '"arguments"'  # what follows the name: the question is answered
 
 
-def first_call(content: str, offered: list[str], decode: Callable[[str, int | None, str | None], str]) -> str | None:
+def first_call(content: str, schema: object, decode: Callable[[str, int | None, str | None], str]) -> str | None:
     """The batch ``content`` written again from the call a reply of one call would make, or None where it stands.
-    ``decode(opening, max_tokens, stop)`` is the model's reply to the same prompt, made to start with ``opening``."""
+    ``schema`` is the action schema the reply was held to; ``decode(opening, max_tokens, stop)`` is the model's
+    reply to the same prompt, made to start with ``opening``."""
     tools = batch_tools(content)
     if tools is None:
         return None
     tool = named_tool(decode(PROBE, PROBE_TOKENS, PROBE_STOP))
-    if tool is None or tool not in tools[1:] or tool == tools[0] or tool not in offered:
+    if tool is None or tool not in tools[1:] or tool == tools[0] or tool not in tool_names(schema):
         return None
     return decode(opening(tool), None, None)
 
