@@ -54,7 +54,10 @@ def test_missing_file_and_directory_messages(files, ws):
     (ws / "sub").mkdir()
     assert files("read_file", path="sub/notes.txt") == "error: file not found: sub/notes.txt (its folder is empty)"
     assert files("read_file", path="no/notes.txt") == \
-        "error: file not found: no/notes.txt (its folder no does not exist either)"
+        "error: file not found: no/notes.txt (its folder no does not exist either); the workspace has: sub/"
+    (ws / "a.txt").write_text("x")
+    assert files("read_file", path="a.txt/b.txt") == \
+        "error: file not found: a.txt/b.txt (a.txt is a file, not a folder); the workspace has: a.txt, sub/"
     assert files("read_file", path="sub") == "error: sub is a directory; use list_dir to see its contents"
     assert files("read_file", path=".") == "error: . is a directory; use list_dir to see its contents"
 
@@ -68,6 +71,38 @@ def test_a_missing_file_is_answered_with_the_names_its_folder_holds_closest_firs
         "error: file not found: part9.txt; the workspace has: part1.txt, part2.txt, notes.md, zebra.csv, notes/"
     assert files("read_file", path="notes.txt").startswith("error: file not found: notes.txt; the workspace has: notes.md, ")
     assert files("read_file", path="notes/b.txt") == "error: file not found: notes/b.txt; notes has: a.txt"
+
+
+def test_a_missing_file_or_folder_is_answered_with_where_its_name_is(files, ws):
+    (ws / "docs" / "2026").mkdir(parents=True)
+    (ws / "docs" / "Notes.txt").write_text("x")
+    (ws / "docs" / "2026" / "notes.txt").write_text("x")
+    (ws / "reports").mkdir()
+    assert files("read_file", path="notes.txt") == \
+        "error: file not found: notes.txt; a file of that name is at docs/Notes.txt, docs/2026/notes.txt"
+    assert files("read_file", path="reports/2026") == "error: file not found: reports/2026 (its folder is empty)"
+    assert files("list_dir", path="2026") == "error: folder not found: 2026; a folder of that name is at docs/2026/"
+    assert files("list_dir", path="notes.txt").startswith("error: folder not found: notes.txt; the workspace has:")
+
+
+def test_the_look_for_a_name_elsewhere_enters_no_link_and_no_hidden_folder(files, ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "key.txt").write_text("secret")
+    (ws / "away").symlink_to(outside, target_is_directory=True)
+    (ws / "key.txt.link").symlink_to(outside / "key.txt")
+    (ws / ".git").mkdir()
+    (ws / ".git" / "key.txt").write_text("x")
+    assert files("read_file", path="key.txt") == "error: file not found: key.txt; the workspace has: " \
+        "key.txt.link, .git/, away"
+
+
+def test_the_look_for_a_name_elsewhere_is_bounded(files, ws):
+    for i in range(MAX_SCANNED):
+        (ws / f"d{i:04}").mkdir()
+    (ws / "d0000" / "deep.txt").write_text("x")  # one level down, past the entries looked at
+    error = files("read_file", path="deep.txt")
+    assert error.startswith("error: file not found: deep.txt; the workspace has: ") and "d0000/deep.txt" not in error
 
 
 def test_a_missing_file_in_a_huge_folder_names_a_few_after_a_bounded_look(files, ws):
@@ -189,7 +224,9 @@ def test_list_dir_is_capped(files, ws):
 
 def test_list_dir_errors(files, ws):
     (ws / "a.txt").write_text("x")
-    assert files("list_dir", path="nope") == 'error: folder not found: nope (use list_dir(".") to see the workspace)'
+    assert files("list_dir", path="nope") == "error: folder not found: nope; the workspace has: a.txt"
+    assert files("list_dir", path="workspace/docs") == \
+        "error: folder not found: workspace/docs (its folder workspace does not exist either); the workspace has: a.txt"
     assert files("list_dir", path="a.txt") == "error: a.txt is a file, not a folder; use read_file to read it"
 
 

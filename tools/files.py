@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import difflib
 import errno
@@ -133,7 +134,7 @@ class Workspace:
     def list_dir(self, path: str = ".") -> str:
         target = self.resolve(path)
         shown = self.show(target)
-        info = self._stat(target, lambda: f'folder not found: {shown} (use list_dir(".") to see the workspace)')
+        info = self._stat(target, lambda: self._missing(target, shown, "folder"))
         if not stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a file, not a folder; use read_file to read it")
         try:
@@ -164,25 +165,56 @@ class Workspace:
             return f"{path.name} ({info.st_size:,} bytes)"
         return f"{path.name} (not a regular file)"
 
-    def _missing(self, target: Path, shown: str) -> str:
-        """'file not found', with names its folder does hold (the closest first), so that a model can correct
-        the name without list_dir. Bounded: at most MAX_SCANNED entries are read, MAX_NAMED named."""
+    def _missing(self, target: Path, shown: str, kind: str = "file") -> str:
+        """'file not found' (or 'folder not found'), with where that name is elsewhere in the workspace, or else
+        the names the nearest folder there does hold (the closest first), so that a model can correct the path
+        without list_dir. Bounded: at most MAX_SCANNED entries are read for each, MAX_NAMED named."""
+        head = f"{kind} not found: {shown}"
+        elsewhere = self._same_name(target.name, kind == "folder")
+        if elsewhere:
+            return f"{head}; a {kind} of that name is at {', '.join(elsewhere)}"
         folder = target.parent  # the workspace or inside it: `target` is
+        while not folder.is_dir() and folder != self.root:
+            folder = folder.parent
+        if folder != target.parent:
+            parent = self.show(target.parent)
+            head += f" ({parent} is a file, not a folder)" if target.parent.exists() else \
+                f" (its folder {parent} does not exist either)"
         try:
             with os.scandir(folder) as entries:
                 names = [e.name + "/" * e.is_dir(follow_symlinks=False) for e in itertools.islice(entries, MAX_SCANNED)]
-        except (FileNotFoundError, NotADirectoryError):
-            return f"file not found: {shown} (its folder {self.show(folder)} does not exist either)"
         except OSError:  # a folder that cannot be read: nothing to say of what it holds
-            return f"file not found: {shown}"
+            return head
+        where = "the workspace" if folder == self.root else self.show(folder)
         if not names:
-            return f"file not found: {shown} (its folder is empty)"
+            return f"{head}; {where} is empty" if folder != target.parent else f"{head} (its folder is empty)"
         similarity = {n: difflib.SequenceMatcher(None, target.name, n).ratio() for n in names}
         named = sorted(names, key=lambda n: (-similarity[n], n))[:MAX_NAMED]
         rest = len(names) - len(named)
         more = f" and {rest}{'+' if len(names) == MAX_SCANNED else ''} more" if rest else ""
-        where = "the workspace" if folder == self.root else self.show(folder)
-        return f"file not found: {shown}; {where} has: {', '.join(named)}{more}"
+        return f"{head}; {where} has: {', '.join(named)}{more}"
+
+    def _same_name(self, name: str, folder: bool) -> list[str]:
+        """The workspace paths of files (or folders) called ``name`` (case aside), shallowest first: at most
+        three, after reading at most MAX_SCANNED entries; links are neither named nor followed, hidden folders
+        not entered."""
+        found: list[str] = []
+        queue, scanned = collections.deque([self.root]), 0
+        while queue and scanned < MAX_SCANNED and len(found) < 3:
+            try:
+                with os.scandir(queue.popleft()) as entries:
+                    for entry in itertools.islice(entries, MAX_SCANNED - scanned):
+                        scanned += 1
+                        if entry.is_symlink():
+                            continue
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        if entry.name.casefold() == name.casefold() and is_dir == folder:
+                            found.append(self.show(Path(entry.path)) + "/" * is_dir)
+                        if is_dir and not entry.name.startswith("."):
+                            queue.append(Path(entry.path))
+            except OSError:  # a folder that cannot be read: looked past
+                continue
+        return found[:3]
 
     def _stat(self, target: Path, missing: Callable[[], str]) -> os.stat_result:
         try:
