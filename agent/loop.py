@@ -17,6 +17,7 @@ from agent.streaming import Display
 from agent.text import scrub, truncate
 from agent.tools import Registry
 from agent.trace import Emit, TraceError, ignore
+from agent.unsourced import SecondLook
 
 STATUSES = ("final", "step_limit", "format_errors", "loop", "model_error", "interrupted", "error")  # every one used
 
@@ -68,7 +69,8 @@ class Agent:
         run = Run([{"role": "system", "content": system}, *earlier, asked], asked,
                   Replies(self.model, self.protocol, self.settings.max_reasks, self.emit, errors, spent, self.display),
                   Steps(self.registry, self.protocol, self.settings, self.emit, errors, spent),
-                  compaction(self.settings, self.model, self.emit, spent))
+                  compaction(self.settings, self.model, self.emit, spent),
+                  SecondLook(self.registry, shown=self.display is not None))
         status, answer, error, started = "error", None, None, time.monotonic()
         try:
             self.emit("run_start", task=task, protocol=self.protocol.name, settings=asdict(self.settings))
@@ -85,6 +87,8 @@ class Agent:
         except Exception as failure:  # a bug of the agent's own: recorded, not raised, so the trace ends cleanly
             status, error = "error", f"internal error: {type(failure).__name__}: {failure}"
         finally:
+            if status in ("step_limit", "format_errors", "loop", "model_error") and run.look.questioned is not None:
+                status, answer, error = "final", run.look.questioned, None  # what it said before the second look
             result = RunResult(status, answer, error, self.protocol.name, steps=run.steps.steps, errors=dict(errors),
                                tool_calls=run.steps.tool_calls, seconds=round(time.monotonic() - started, 3),
                                messages=run.history, **{kind: spent[kind] for kind in COUNTS})
@@ -100,6 +104,10 @@ class Agent:
             turn = run.replies.next(run.history)
             if isinstance(turn, Final):
                 run.history.append(turn.message)
+                if run.steps.steps < self.settings.max_steps and (note := run.look.note(turn.answer, run.history)):
+                    self.emit("second_look", answer=turn.answer, note=note["content"])
+                    run.history.append(note)
+                    continue
                 self.emit("final", answer=turn.answer)
                 return turn.answer
             run.history += run.steps.take(turn)
@@ -115,6 +123,7 @@ class Run:
     replies: Replies
     steps: Steps
     compact: Compaction
+    look: SecondLook  # at an answer whose figures come from nowhere
 
 
 class Steps:

@@ -94,9 +94,9 @@ class AnswerStream:
 
 
 class Progress:
-    """Prints one line per tool call, re-ask and compaction on stderr; a call that wrote the plan, with the plan
-    below it; a helper's (spawn_agent's) lines under the line that starts it. Lines from calls run at once
-    never mix."""
+    """Prints one line per tool call, re-ask, second look and compaction on stderr; a call that wrote the plan,
+    with the plan below it; a helper's (spawn_agent's) lines under the line that starts it. Lines from calls run
+    at once never mix."""
 
     def __init__(self) -> None:
         self.plan: list[str] = []  # the plan todo_write has just written, shown with its call's line
@@ -107,7 +107,7 @@ class Progress:
             inner = dict(data["inner"])
             if inner["event"] == "run_start":
                 self.say(f"{indent}spawn_agent [{data['agent']}]: {short(inner['task'], 70)}")
-            elif inner["event"] in ("tool_result", "parse_error", "compaction"):
+            elif inner["event"] in ("tool_result", "parse_error", "second_look", "compaction"):
                 self(inner.pop("event"), indent=f"{indent}  ↳ [{data['agent']}] ", **inner)
         elif event == "plan":
             from agent.tools.plan import checklist
@@ -122,6 +122,8 @@ class Progress:
                      *(f"    {for_terminal(line)}" for line in lines[1:]))
         elif event == "parse_error":
             self.say(f"{indent}re-ask ({data['kind']}): {short(data['message'], 70)}")
+        elif event == "second_look":
+            self.say(f"{indent}second look: {short(data['note'], 70)}")
         elif event == "compaction":
             requests = data.get("requests", 1)
             how = f"in {plural(requests, 'request')}" if requests else "without a request (all were short)"

@@ -141,6 +141,8 @@ def describe(event: dict, prefix: str = "") -> tuple[str, str]:
         return f"{prefix}{call(data)} → {'ok' if data.get('ok') else 'error'}", str(data.get("result", ""))
     if kind == "parse_error":
         return f"{prefix}re-ask ({data.get('kind')})", str(data.get("message", ""))
+    if kind == "second_look":
+        return f"{prefix}second look at the answer", str(data.get("note", ""))
     if kind == "final":
         return f"{prefix}final answer", str(data.get("answer", ""))
     if kind == "run_end":

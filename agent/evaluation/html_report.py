@@ -145,6 +145,8 @@ def _event(event: dict) -> str:
         state = "ok" if event.get("ok") else "error"
         return (f'<div class="event tool"><b>{_e(event["tool"])}({_e(event["arguments"])}) &rarr; {state}</b>\n'
                 f'{_e(event["result"])}</div>')
+    if kind == "second_look":
+        return f'<div class="event reask"><b>second look</b>\n{_e(event["note"])}</div>'
     if kind == "final":
         return f'<div class="event final"><b>final answer</b>\n{_e(event["answer"])}</div>'
     return f'<div class="event">{_e(event)}</div>'

@@ -50,6 +50,8 @@ class Transcript:
             self.events.append({"event": "tool", "tool": data["tool"], "ok": data["ok"],
                                 "arguments": _clip(json.dumps(data["arguments"], ensure_ascii=False)),
                                 "result": _clip(data["result"])})
+        elif event == "second_look":
+            self.events.append({"event": "second_look", "note": _clip(data["note"])})
         elif event == "final":
             self.events.append({"event": "final", "answer": _clip(data["answer"])})
 
