@@ -20,6 +20,7 @@ from agent.tools.calculator import calculator
 NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")  # unsigned: a date's "-12" is the number 12
 MIN_DIGITS = 2  # a one-digit figure (a count, a step) is not worth a second look
 NAMED = 3  # figures the note names
+MAX_DECIMALS = 17  # a float has no more: beyond, a written figure is compared as it is (and the sets stay few)
 
 
 def unsourced(answer: str, sources: str) -> list[str]:
@@ -31,7 +32,7 @@ def unsourced(answer: str, sources: str) -> list[str]:
     for written in dict.fromkeys(NUMBER.findall(answer)):
         if len(written.replace(",", "").replace(".", "").lstrip("0")) < MIN_DIGITS:
             continue
-        decimals = len(written.partition(".")[2])
+        decimals = min(len(written.partition(".")[2]), MAX_DECIMALS)
         if decimals not in known:
             known[decimals] = {round(v, decimals) for v in values} | set(values)
         if _value(written) not in known[decimals]:

@@ -36,6 +36,8 @@ def test_a_huge_answer_against_huge_sources_is_read_once():
     sources = " ".join(str(n) for n in range(10, 200_010))
     assert unsourced(answer, sources) == []  # set lookups: comparing every pair would be 2e10 comparisons
     assert unsourced(answer + " 99999999", sources) == ["99999999"]
+    many_kinds = " ".join(f"1.{'0' * n}1" for n in range(2000))  # 2,000 lengths of decimals: a few roundings
+    assert unsourced(many_kinds, sources) == ["1.1", "1.01", "1.001"]
 
 
 def messages(answer_sources: str = "") -> list[dict]:
