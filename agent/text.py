@@ -26,6 +26,16 @@ def for_terminal(text: str) -> str:
     return _UNSAFE_ON_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def text_parts(content: object) -> list[str]:
+    """A chat message's content as texts: a string alone, or the text of each of an OpenAI message's parts that
+    has one; nothing for any other content."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
 _KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number",
           type(None): "null"}
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 
 from agent import prompts
+from agent.text import text_parts
 from agent.tools import Registry
 from agent.tools.calculator import calculator
 
@@ -28,13 +29,14 @@ def unsourced(answer: str, sources: str) -> list[str]:
     rounded to as many decimals."""
     known: dict[int, set[float]] = {}  # the sources' values, by the decimals they are rounded to
     values = [_value(n) for n in NUMBER.findall(sources)]
+    exact = set(values)
     found: list[str] = []
     for written in dict.fromkeys(NUMBER.findall(answer)):
         if len(written.replace(",", "").replace(".", "").lstrip("0")) < MIN_DIGITS:
             continue
         decimals = min(len(written.partition(".")[2]), MAX_DECIMALS)
         if decimals not in known:
-            known[decimals] = {round(v, decimals) for v in values} | set(values)
+            known[decimals] = {round(v, decimals) for v in values} | exact
         if _value(written) not in known[decimals]:
             found.append(written)
             if len(found) == NAMED:
@@ -56,20 +58,13 @@ class SecondLook:
         """The message to add after the final answer ``answer``, or None: the answer stands."""
         if not self.pending:
             return None
-        figures = unsourced(answer, "\n".join(_texts(m) for m in messages if m.get("role") != "assistant"))
+        said = [part for m in messages if m.get("role") != "assistant" for part in text_parts(m.get("content"))]
+        figures = unsourced(answer, "\n".join(said))
         if not figures:
             return None
         self.pending, self.questioned = False, answer
         return {"role": "user", "content": prompts.render("second_look", numbers=", ".join(figures),
                                                           checker=calculator.name)}
-
-
-def _texts(message: dict) -> str:
-    """A message's text: its content, or the text of its parts."""
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return content if isinstance(content, str) else ""
 
 
 def _value(written: str) -> float:

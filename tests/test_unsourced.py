@@ -163,3 +163,12 @@ def test_the_run_log_describes_a_second_look():
 
     event = {"event": "second_look", "time": "t", "answer": "3625", "note": "note: 3625 is not in the task."}
     assert describe(event) == ("second look at the answer", "note: 3625 is not in the task.")
+
+
+def test_a_messages_texts_are_its_string_or_its_text_parts():
+    from agent.text import text_parts
+
+    assert text_parts("1200") == ["1200"]
+    assert text_parts([{"type": "text", "text": "950"}, {"type": "image_url", "image_url": {}}, "x", {"text": 7},
+                       {"type": "text", "text": "1375"}]) == ["950", "1375"]
+    assert text_parts(None) == [] and text_parts(3625) == [] and text_parts({"text": "1"}) == []

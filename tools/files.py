@@ -20,6 +20,7 @@ MAX_WRITE_CHARS = 1_000_000
 MAX_LIST_ENTRIES = 200
 MAX_NAMED = 12  # names a 'file not found' error offers instead
 MAX_SCANNED = 1000  # entries it reads to find them
+MAX_ELSEWHERE = 3  # paths of the same name it gives, from anywhere in the workspace
 NAME_MAX = 255  # bytes in one file or folder name, when the file system does not say
 PATH_MAX = 4096  # bytes in a whole path, likewise
 
@@ -196,11 +197,11 @@ class Workspace:
 
     def _same_name(self, name: str, folder: bool) -> list[str]:
         """The workspace paths of files (or folders) called ``name`` (case aside), shallowest first: at most
-        three, after reading at most MAX_SCANNED entries; links are neither named nor followed, hidden folders
+        MAX_ELSEWHERE, after reading at most MAX_SCANNED entries; links are neither named nor followed, hidden folders
         not entered."""
         found: list[str] = []
         queue, scanned = collections.deque([self.root]), 0
-        while queue and scanned < MAX_SCANNED and len(found) < 3:
+        while queue and scanned < MAX_SCANNED and len(found) < MAX_ELSEWHERE:
             try:
                 with os.scandir(queue.popleft()) as entries:
                     for entry in itertools.islice(entries, MAX_SCANNED - scanned):
@@ -214,7 +215,7 @@ class Workspace:
                             queue.append(Path(entry.path))
             except OSError:  # a folder that cannot be read: looked past
                 continue
-        return found[:3]
+        return found[:MAX_ELSEWHERE]
 
     def _stat(self, target: Path, missing: Callable[[], str]) -> os.stat_result:
         try:

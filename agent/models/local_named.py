@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from agent.text import text_parts
+
 MIN_WORD = 3  # letters of the shortest word of a parameter's name or value that names it ("to", "id" do not)
 WORD = re.compile(r"[a-z0-9]+")
 QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"")  # a value a description quotes
@@ -125,13 +127,5 @@ def quoted(description) -> list[str]:
 
 def said(messages: list[dict]) -> str:
     """The words of the user's (and tools') messages, lower-cased, that values are copied from."""
-    parts = []
-    for message in messages:
-        if message.get("role") not in ("user", "tool"):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):  # an OpenAI message's parts
-            parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    parts = [part for m in messages if m.get("role") in ("user", "tool") for part in text_parts(m.get("content"))]
     return "\n".join(parts).lower()
